@@ -1,0 +1,225 @@
+//! The contract between the memory pipeline and anything that can produce text.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::memory::{NpcId, PromptMessage, SummaryInput};
+
+/// The future a backend returns. It runs on the plugin's async runtime, never on
+/// the frame.
+pub type BackendFuture = Pin<Box<dyn Future<Output = Result<ChatResponse, BackendError>> + Send>>;
+
+/// Anything that turns a list of messages into a reply: an HTTP API, a local model,
+/// or a script.
+///
+/// The same trait serves NPC replies and summaries; [`ChatRequest::kind`] says which.
+/// Implementations must be cheap to call from the main thread: do the work inside
+/// the returned future.
+pub trait ChatBackend: Send + Sync + 'static {
+    /// A short name for logs and errors, such as `"offline"` or `"deepseek"`. Never
+    /// a secret.
+    fn name(&self) -> &str;
+
+    /// Starts a request. Replies may stream their text through `deltas` as it is
+    /// produced; the final [`ChatResponse`] always carries the whole text.
+    fn complete(&self, request: ChatRequest, deltas: DeltaSink) -> BackendFuture;
+}
+
+/// What a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// The NPC answers the player.
+    Reply,
+    /// A stateless request that folds messages into the summary.
+    Summary,
+}
+
+impl Purpose {
+    /// `"reply"` or `"summary"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Reply => "reply",
+            Purpose::Summary => "summary",
+        }
+    }
+}
+
+/// One request to a backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// The NPC it is for.
+    pub npc: NpcId,
+    /// What it is for, with structured context for backends that want it.
+    pub kind: RequestKind,
+    /// Exactly the messages to send.
+    pub messages: Vec<PromptMessage>,
+}
+
+impl ChatRequest {
+    /// Whether this is a reply or a summary.
+    pub fn purpose(&self) -> Purpose {
+        match self.kind {
+            RequestKind::Reply(_) => Purpose::Reply,
+            RequestKind::Summary(_) => Purpose::Summary,
+        }
+    }
+}
+
+/// What a request is for, with the pieces its messages were built from. Model
+/// backends send [`ChatRequest::messages`] and can ignore this; the offline backend
+/// uses it to answer without a model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestKind {
+    /// The NPC answers the player.
+    Reply(ReplyInput),
+    /// A stateless summary request.
+    Summary(SummaryInput),
+}
+
+/// The parts of a reply request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplyInput {
+    /// The NPC's display name.
+    pub npc_name: String,
+    /// The summary inside the system prompt, empty before the first one.
+    pub summary: Arc<str>,
+}
+
+/// A backend's answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatResponse {
+    /// The whole text.
+    pub content: String,
+    /// Token counts, when the backend reports them.
+    pub usage: Option<TokenUsage>,
+    /// Why generation stopped, when the backend says (`"stop"`, `"length"`, ...).
+    pub finish_reason: Option<String>,
+}
+
+impl ChatResponse {
+    /// A response with only text.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Token counts reported by a provider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Tokens in the prompt.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Prompt tokens served from the provider's cache, when reported.
+    pub cached_tokens: Option<u64>,
+}
+
+/// Why a request failed. Messages never contain an API key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// No answer in time.
+    #[error("{backend} did not answer within {after:?}")]
+    Timeout {
+        /// The backend's name.
+        backend: String,
+        /// The limit that ran out.
+        after: Duration,
+    },
+    /// The backend could not be reached.
+    #[error("could not reach {backend}: {reason}")]
+    Connection {
+        /// The backend's name.
+        backend: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The provider refused the credentials.
+    #[error("authentication failed for provider {backend}")]
+    Auth {
+        /// The backend's name.
+        backend: String,
+    },
+    /// The provider answered with an error status.
+    #[error("{backend} answered HTTP {status}: {reason}")]
+    Http {
+        /// The backend's name.
+        backend: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's explanation, if any.
+        reason: String,
+    },
+    /// The answer could not be understood.
+    #[error("malformed reply from {backend}: {reason}")]
+    Malformed {
+        /// The backend's name.
+        backend: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The request was cancelled, for example because the NPC's memory was cleared.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Where a backend streams the pieces of a reply as they are produced.
+///
+/// The plugin turns each piece into an `NpcReplyDelta` message so a UI can typewrite.
+/// Backends that cannot stream simply never call [`DeltaSink::send`].
+#[derive(Clone, Default)]
+pub struct DeltaSink(Option<Arc<DeltaFn>>);
+
+type DeltaFn = dyn Fn(&str) + Send + Sync;
+
+impl DeltaSink {
+    /// A sink that forwards every piece to `on_delta`.
+    pub fn new(on_delta: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(on_delta)))
+    }
+
+    /// A sink that drops everything, for requests nobody watches.
+    pub fn discard() -> Self {
+        Self(None)
+    }
+
+    /// Passes on one piece of the reply. Empty pieces are skipped.
+    pub fn send(&self, delta: &str) {
+        if let Some(on_delta) = &self.0
+            && !delta.is_empty()
+        {
+            on_delta(delta);
+        }
+    }
+
+    /// Whether anybody listens, so a backend can skip streaming work when nobody does.
+    pub fn is_active(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DeltaSink").field(&self.is_active()).finish()
+    }
+}
+
+/// Sends `text` to `deltas` in word-sized pieces, for backends whose whole answer is
+/// ready at once but whose callers expect a stream.
+pub fn stream_words(text: &str, deltas: &DeltaSink) {
+    if deltas.is_active() {
+        text.split_inclusive(' ')
+            .for_each(|piece| deltas.send(piece));
+    }
+}

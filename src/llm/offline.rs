@@ -1,0 +1,194 @@
+//! A backend that needs no network and no model, so examples and tests always run.
+
+use std::sync::Arc;
+
+use super::backend::{
+    BackendFuture, ChatBackend, ChatRequest, ChatResponse, DeltaSink, ReplyInput, RequestKind,
+    stream_words,
+};
+use crate::memory::{Role, SummaryInput};
+
+/// Joins the player's statements inside an offline summary.
+const STATEMENT_SEPARATOR: &str = " | ";
+/// Longest statement kept in a summary, in characters.
+const STATEMENT_CHARS: usize = 160;
+
+/// A deterministic backend without a model.
+///
+/// - Its **replies** say plainly that no model is connected, then repeat what its
+///   memory holds, so memory can be watched working offline.
+/// - Its **summaries** are an extractive digest: the player's own statements, merged
+///   with the previous digest, oldest dropped first (but never the very first) once
+///   the digest would exceed `max_summary_chars`.
+#[derive(Clone, Debug)]
+pub struct OfflineBackend {
+    max_summary_chars: usize,
+}
+
+impl Default for OfflineBackend {
+    fn default() -> Self {
+        Self {
+            max_summary_chars: 1500,
+        }
+    }
+}
+
+impl OfflineBackend {
+    /// An offline backend whose digests stay under `max_summary_chars` characters.
+    pub fn with_max_summary_chars(max_summary_chars: usize) -> Self {
+        Self { max_summary_chars }
+    }
+
+    /// The reply the backend gives for a request.
+    pub fn reply_text(request: &ChatRequest, input: &ReplyInput) -> String {
+        let said = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map(|m| shorten(&m.content, STATEMENT_CHARS))
+            .unwrap_or_default();
+        let memory = if input.summary.is_empty() {
+            "Nothing is summarized yet.".to_string()
+        } else {
+            format!("What I remember: {}", input.summary)
+        };
+        format!(
+            "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\". {memory}",
+            input.npc_name
+        )
+    }
+
+    /// The digest the backend gives for a summary request.
+    pub fn digest(&self, input: &SummaryInput) -> String {
+        let prefix = format!("{}: ", input.player_name);
+        let mut statements: Vec<Arc<str>> = input
+            .previous_summary
+            .strip_prefix(prefix.as_str())
+            .map(|rest| rest.split(STATEMENT_SEPARATOR).map(Arc::from).collect())
+            .unwrap_or_default();
+        for message in input.transcript.iter().filter(|m| m.role == Role::User) {
+            let statement: Arc<str> = shorten(&message.content, STATEMENT_CHARS).into();
+            if !statement.is_empty() && !statements.contains(&statement) {
+                statements.push(statement);
+            }
+        }
+        let length = |s: &[Arc<str>]| {
+            s.iter()
+                .map(|x| x.chars().count() + STATEMENT_SEPARATOR.len())
+                .sum::<usize>()
+                + prefix.chars().count()
+        };
+        while statements.len() > 2 && length(&statements) > self.max_summary_chars {
+            statements.remove(1);
+        }
+        if statements.is_empty() {
+            return format!("{prefix}(nothing stated)");
+        }
+        format!("{prefix}{}", statements.join(STATEMENT_SEPARATOR))
+    }
+}
+
+impl ChatBackend for OfflineBackend {
+    fn name(&self) -> &str {
+        "offline"
+    }
+
+    fn complete(&self, request: ChatRequest, deltas: DeltaSink) -> BackendFuture {
+        let text = match &request.kind {
+            RequestKind::Reply(input) => {
+                let text = Self::reply_text(&request, input);
+                stream_words(&text, &deltas);
+                text
+            }
+            RequestKind::Summary(input) => self.digest(input),
+        };
+        Box::pin(async move { Ok(ChatResponse::text(text)) })
+    }
+}
+
+/// Collapses whitespace and cuts to `max_chars` characters.
+fn shorten(text: &str, max_chars: usize) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match collapsed.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &collapsed[..cut]),
+        None => collapsed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{ChatMessage, NpcId, PromptMessage};
+
+    fn message(role: Role, text: &str, index: u64) -> ChatMessage {
+        ChatMessage {
+            role,
+            content: text.into(),
+            index,
+            timestamp: 0.0,
+        }
+    }
+
+    fn input(previous: &str, transcript: Vec<ChatMessage>) -> SummaryInput {
+        SummaryInput {
+            previous_summary: previous.into(),
+            transcript,
+            player_name: "Player".into(),
+            npc_name: "ECHO-7".into(),
+        }
+    }
+
+    #[test]
+    fn the_digest_keeps_the_players_statements_and_merges_the_previous_one() {
+        let backend = OfflineBackend::default();
+        let first = backend.digest(&input(
+            "",
+            vec![
+                message(Role::User, "Hi, I'm Alex.  Fixing   the power.", 0),
+                message(Role::Assistant, "Logged.", 1),
+            ],
+        ));
+        assert_eq!(first, "Player: Hi, I'm Alex. Fixing the power.");
+        let second = backend.digest(&input(
+            &first,
+            vec![message(Role::User, "I'm in storage.", 2)],
+        ));
+        assert_eq!(
+            second,
+            "Player: Hi, I'm Alex. Fixing the power. | I'm in storage."
+        );
+    }
+
+    #[test]
+    fn the_digest_stays_bounded_and_keeps_the_first_statement() {
+        let backend = OfflineBackend::with_max_summary_chars(120);
+        let mut summary = String::new();
+        for i in 0..50 {
+            let text = format!("statement number {i} with some words");
+            summary = backend.digest(&input(&summary, vec![message(Role::User, &text, i)]));
+        }
+        assert!(summary.chars().count() <= 120, "{summary}");
+        assert!(summary.contains("statement number 0 "));
+        assert!(summary.contains("statement number 49 "));
+    }
+
+    #[test]
+    fn replies_say_they_are_offline_and_show_the_memory() {
+        let request = ChatRequest {
+            npc: NpcId::new("echo7"),
+            kind: RequestKind::Reply(ReplyInput {
+                npc_name: "ECHO-7".into(),
+                summary: "Player: I'm Alex.".into(),
+            }),
+            messages: vec![PromptMessage::new(Role::User, "What is my name?")],
+        };
+        let RequestKind::Reply(input) = &request.kind else {
+            unreachable!()
+        };
+        let text = OfflineBackend::reply_text(&request, input);
+        assert!(text.starts_with("[offline] ECHO-7 has no language model connected"));
+        assert!(text.contains("You said: \"What is my name?\""));
+        assert!(text.contains("What I remember: Player: I'm Alex."));
+    }
+}

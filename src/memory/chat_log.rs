@@ -1,0 +1,109 @@
+//! L2: the full chat log. Append-only; nothing is ever removed.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::message::{ChatMessage, LogIndex, Role};
+
+/// Every message an NPC has exchanged with the player, in order (L2).
+///
+/// The log drives UI history and savegames. It is append-only: the window (L1) and
+/// the summaries (L3) only ever point into it. A message's [`LogIndex`] is its
+/// position here.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatLog {
+    messages: Vec<ChatMessage>,
+}
+
+impl ChatLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a message and returns its index. Only the memory pipeline appends, so
+    /// that the window and the summaries always account for every message.
+    pub(crate) fn append(
+        &mut self,
+        role: Role,
+        content: impl Into<Arc<str>>,
+        timestamp: f64,
+    ) -> LogIndex {
+        let index = self.next_index();
+        self.messages.push(ChatMessage {
+            role,
+            content: content.into(),
+            index,
+            timestamp,
+        });
+        index
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether nothing has been said yet.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The index the next message will get.
+    pub fn next_index(&self) -> LogIndex {
+        self.messages.len() as LogIndex
+    }
+
+    /// Every message, oldest first.
+    pub fn messages(&self) -> &[ChatMessage] {
+        &self.messages
+    }
+
+    /// One message by index.
+    pub fn get(&self, index: LogIndex) -> Option<&ChatMessage> {
+        self.messages.get(usize::try_from(index).ok()?)
+    }
+
+    /// The messages in a range of indices, clamped to what exists.
+    pub fn range(&self, range: Range<LogIndex>) -> &[ChatMessage] {
+        let end = clamp_index(range.end, self.messages.len());
+        let start = clamp_index(range.start, end);
+        &self.messages[start..end]
+    }
+
+    /// The messages from `start` to the end.
+    pub fn tail_from(&self, start: LogIndex) -> &[ChatMessage] {
+        self.range(start..self.next_index())
+    }
+}
+
+fn clamp_index(index: LogIndex, len: usize) -> usize {
+    usize::try_from(index).map_or(len, |i| i.min(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_follow_positions() {
+        let mut log = ChatLog::new();
+        assert_eq!(log.append(Role::User, "hi", 1.0), 0);
+        assert_eq!(log.append(Role::Assistant, "hello", 2.0), 1);
+        assert_eq!(log.len(), 2);
+        assert_eq!(log.get(1).unwrap().content.as_ref(), "hello");
+        assert_eq!(log.get(1).unwrap().timestamp, 2.0);
+        assert!(log.get(2).is_none());
+    }
+
+    #[test]
+    fn ranges_are_clamped() {
+        let mut log = ChatLog::new();
+        for i in 0..3 {
+            log.append(Role::User, i.to_string(), 0.0);
+        }
+        assert_eq!(log.range(1..10).len(), 2);
+        assert_eq!(log.range(5..10).len(), 0);
+        assert_eq!(log.tail_from(2)[0].content.as_ref(), "2");
+    }
+}

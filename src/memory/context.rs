@@ -1,0 +1,237 @@
+//! L3: context memory. Folds messages into a summary and rewrites the system prompt.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::SummaryStyle;
+use super::message::{ChatMessage, LogIndex};
+
+/// What an NPC is, before any memory is added: its name and its system prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PersonaPrompt {
+    /// The NPC's display name, used in summary transcripts.
+    pub name: String,
+    /// The persona text. Memory is appended to it; it is never overwritten.
+    pub text: Arc<str>,
+    /// The wording of summary requests and of the summary label.
+    pub style: SummaryStyle,
+}
+
+/// Identifies one summary job, so that a result for a job that no longer exists
+/// (the memory was cleared meanwhile) is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SummaryJobId(pub u64);
+
+/// Why a summary was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryTrigger {
+    /// Enough messages arrived since the last summary.
+    Threshold,
+    /// The game asked for one.
+    Manual,
+}
+
+/// One successful summary: what it said and which messages it covered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRecord {
+    /// The log indices this summary folded in.
+    pub covered: Range<LogIndex>,
+    /// The summary text, previous summaries merged in.
+    pub summary: Arc<str>,
+    /// Why it was made.
+    pub trigger: SummaryTrigger,
+    /// How long the request took, over all attempts.
+    pub latency: Duration,
+    /// How many requests it took (1, or 2 after a retry).
+    pub attempts: u32,
+}
+
+/// A loss of memory quality that the game should know about.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Degradation {
+    /// A summary failed twice; the last good summary stays in the prompt.
+    SummaryFailed {
+        /// The messages it should have covered. They stay pending for the next try.
+        range: Range<LogIndex>,
+        /// Requests made.
+        attempts: u32,
+        /// Why the last attempt failed.
+        reason: String,
+    },
+    /// The window reached its hard cap while messages were still uncovered, so these
+    /// left the prompt unsummarized. They are still in the log and stay pending.
+    WindowOverflow {
+        /// The messages that left the prompt.
+        dropped: Range<LogIndex>,
+    },
+}
+
+impl std::fmt::Display for Degradation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Degradation::SummaryFailed {
+                range,
+                attempts,
+                reason,
+            } => write!(
+                f,
+                "summary of messages {}..{} failed after {attempts} attempts ({reason}); keeping the last good summary",
+                range.start, range.end
+            ),
+            Degradation::WindowOverflow { dropped } => write!(
+                f,
+                "window hit its hard cap: messages {}..{} left the prompt before a summary covered them",
+                dropped.start, dropped.end
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct InFlight {
+    pub(crate) id: SummaryJobId,
+    pub(crate) covered: Range<LogIndex>,
+    pub(crate) attempt: u32,
+    pub(crate) trigger: SummaryTrigger,
+    pub(crate) latency: Duration,
+}
+
+/// The context memory of one NPC (L3): the current summary, how far it reaches, and
+/// its history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextMemory {
+    pub(crate) persona: PersonaPrompt,
+    pub(crate) summary: Arc<str>,
+    pub(crate) covered_until: LogIndex,
+    pub(crate) threshold: usize,
+    pub(crate) max_summary_chars: usize,
+    pub(crate) in_flight: Option<InFlight>,
+    pub(crate) retry_after: LogIndex,
+    pub(crate) manual_requested: bool,
+    pub(crate) next_job: u64,
+    pub(crate) history: Vec<SummaryRecord>,
+    pub(crate) degradations: Vec<Degradation>,
+}
+
+impl ContextMemory {
+    /// An empty memory for a persona.
+    pub fn new(persona: PersonaPrompt, threshold: usize, max_summary_chars: usize) -> Self {
+        Self {
+            persona,
+            summary: Arc::from(""),
+            covered_until: 0,
+            threshold: threshold.max(1),
+            max_summary_chars,
+            in_flight: None,
+            retry_after: 0,
+            manual_requested: false,
+            next_job: 0,
+            history: Vec::new(),
+            degradations: Vec::new(),
+        }
+    }
+
+    /// The persona this memory extends.
+    pub fn persona(&self) -> &PersonaPrompt {
+        &self.persona
+    }
+
+    /// The current summary, empty before the first one.
+    pub fn summary(&self) -> &str {
+        &self.summary
+    }
+
+    /// The first log index no summary covers yet.
+    pub fn covered_until(&self) -> LogIndex {
+        self.covered_until
+    }
+
+    /// Messages per summary.
+    pub fn threshold(&self) -> usize {
+        self.threshold
+    }
+
+    /// Every successful summary, oldest first.
+    pub fn history(&self) -> &[SummaryRecord] {
+        &self.history
+    }
+
+    /// Every degradation, oldest first.
+    pub fn degradations(&self) -> &[Degradation] {
+        &self.degradations
+    }
+
+    /// The messages the summary in flight covers, if one is in flight.
+    pub fn summary_in_flight(&self) -> Option<Range<LogIndex>> {
+        self.in_flight.as_ref().map(|job| job.covered.clone())
+    }
+
+    /// The system prompt this memory implies: the persona, then the labelled summary.
+    pub fn system_prompt(&self) -> Arc<str> {
+        compose_system_prompt(&self.persona, &self.summary)
+    }
+
+    /// Whether a summary would be due for a log of `log_len` messages.
+    pub(crate) fn due(&self, log_len: LogIndex) -> Option<SummaryTrigger> {
+        if self.in_flight.is_some() || log_len <= self.covered_until {
+            return None;
+        }
+        if self.manual_requested {
+            return Some(SummaryTrigger::Manual);
+        }
+        let pending = log_len - self.covered_until;
+        (pending >= self.threshold as LogIndex && log_len >= self.retry_after)
+            .then_some(SummaryTrigger::Threshold)
+    }
+
+    /// Checks a model's summary and returns it cleaned, or why it is unusable.
+    pub(crate) fn validate(&self, raw: &str) -> Result<Arc<str>, String> {
+        let text = raw.trim();
+        if text.is_empty() {
+            return Err("the summary was empty".into());
+        }
+        let chars = text.chars().count();
+        if chars > self.max_summary_chars {
+            return Err(format!(
+                "the summary was {chars} characters, over the limit of {}",
+                self.max_summary_chars
+            ));
+        }
+        Ok(Arc::from(text))
+    }
+}
+
+/// `persona + "\n\n" + label + summary`, or the persona alone before any summary.
+pub fn compose_system_prompt(persona: &PersonaPrompt, summary: &str) -> Arc<str> {
+    if summary.is_empty() {
+        return persona.text.clone();
+    }
+    Arc::from(format!(
+        "{}\n\n{}{}",
+        persona.text, persona.style.label, summary
+    ))
+}
+
+/// The transcript of messages as the summarizer reads it, one `Speaker: text` line each.
+pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let speaker = match message.role {
+            super::message::Role::User => persona.style.player_name.as_str(),
+            super::message::Role::Assistant => persona.name.as_str(),
+            super::message::Role::System => "System",
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(speaker);
+        out.push_str(": ");
+        out.push_str(&message.content);
+    }
+    out
+}

@@ -1,0 +1,124 @@
+//! The vocabulary shared by every layer: who spoke, what was said, and where it sits in the log.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Who spoke a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions to the model: the persona and its memory.
+    System,
+    /// The player.
+    User,
+    /// The NPC.
+    Assistant,
+}
+
+impl Role {
+    /// The lower-case name used by OpenAI-style chat APIs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// Position of a message in an NPC's full chat log (L2).
+///
+/// The first message is 0 and every new message takes the next number, so an index
+/// identifies one message for the whole life of a conversation, across saves.
+pub type LogIndex = u64;
+
+/// One entry of the full chat log (L2).
+///
+/// The text is shared (`Arc<str>`): copying a message into a request or a snapshot
+/// never copies the text itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub content: Arc<str>,
+    /// Where it sits in the log.
+    pub index: LogIndex,
+    /// When it was said, in game seconds.
+    pub timestamp: f64,
+}
+
+impl ChatMessage {
+    /// The message as a model sees it.
+    pub fn to_prompt(&self) -> PromptMessage {
+        PromptMessage {
+            role: self.role,
+            content: self.content.clone(),
+        }
+    }
+}
+
+/// A message as it is sent to a model: a role and its text, nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptMessage {
+    /// Who speaks.
+    pub role: Role,
+    /// The text.
+    pub content: Arc<str>,
+}
+
+impl PromptMessage {
+    /// A message with the given role and text.
+    pub fn new(role: Role, content: impl Into<Arc<str>>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// A stable name for one NPC's memory, such as `"echo7"`.
+///
+/// Memory is keyed by this id, not by an `Entity`, so it outlives entities that are
+/// despawned with a level and is found again when the NPC is spawned anew.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NpcId(Arc<str>);
+
+impl NpcId {
+    /// An id from any string.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for NpcId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NpcId({:?})", &*self.0)
+    }
+}
+
+impl fmt::Display for NpcId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for NpcId {
+    fn from(id: &str) -> Self {
+        Self::new(id)
+    }
+}
+
+impl From<String> for NpcId {
+    fn from(id: String) -> Self {
+        Self::new(id)
+    }
+}

@@ -1,0 +1,180 @@
+//! The async task bridge: backend requests run on a tokio runtime, results come back
+//! over a channel that a system drains. Nothing here blocks the frame.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::AbortHandle;
+
+use crate::llm::{BackendError, ChatBackend, ChatRequest, ChatResponse, DeltaSink, Purpose};
+use crate::memory::{NpcId, SummaryJobId};
+
+/// Identifies one backend request, so results of cancelled requests are recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TaskId(u64);
+
+/// A request in flight.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    pub(crate) id: TaskId,
+    abort: AbortHandle,
+}
+
+impl Ticket {
+    pub(crate) fn cancel(self) {
+        self.abort.abort();
+    }
+}
+
+/// What a request task reports back.
+pub(crate) enum TaskEvent {
+    Delta {
+        npc: NpcId,
+        task: TaskId,
+        text: String,
+    },
+    Done {
+        npc: NpcId,
+        task: TaskId,
+        summary_job: Option<SummaryJobId>,
+        result: Result<ChatResponse, BackendError>,
+        latency: Duration,
+    },
+}
+
+enum RuntimeSource {
+    Owned(Option<Runtime>),
+    Borrowed,
+}
+
+/// The runtime, the backends and the result channel.
+#[derive(Resource)]
+pub(crate) struct LlmBridge {
+    source: RuntimeSource,
+    handle: Handle,
+    sender: UnboundedSender<TaskEvent>,
+    receiver: UnboundedReceiver<TaskEvent>,
+    reply_backend: Arc<dyn ChatBackend>,
+    summary_backend: Arc<dyn ChatBackend>,
+    timeout: Duration,
+    next_task: u64,
+}
+
+impl LlmBridge {
+    pub(crate) fn new(
+        handle: Option<Handle>,
+        reply_backend: Arc<dyn ChatBackend>,
+        summary_backend: Arc<dyn ChatBackend>,
+        timeout: Duration,
+    ) -> Self {
+        let (source, handle) = match handle {
+            Some(handle) => (RuntimeSource::Borrowed, handle),
+            None => {
+                // One worker is plenty: the tasks wait on I/O. Heavy local inference
+                // gets its own thread inside its backend.
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("npc-memory-llm")
+                    .enable_all()
+                    .build()
+                    .expect("the npc-memory tokio runtime could not start");
+                let handle = runtime.handle().clone();
+                (RuntimeSource::Owned(Some(runtime)), handle)
+            }
+        };
+        let (sender, receiver) = unbounded_channel();
+        Self {
+            source,
+            handle,
+            sender,
+            receiver,
+            reply_backend,
+            summary_backend,
+            timeout,
+            next_task: 0,
+        }
+    }
+
+    pub(crate) fn backend_name(&self, purpose: Purpose) -> &str {
+        self.backend(purpose).name()
+    }
+
+    fn backend(&self, purpose: Purpose) -> &Arc<dyn ChatBackend> {
+        match purpose {
+            Purpose::Reply => &self.reply_backend,
+            Purpose::Summary => &self.summary_backend,
+        }
+    }
+
+    /// Starts a request on the runtime and returns at once.
+    pub(crate) fn spawn(
+        &mut self,
+        request: ChatRequest,
+        summary_job: Option<SummaryJobId>,
+    ) -> Ticket {
+        let task = TaskId(self.next_task);
+        self.next_task += 1;
+        let npc = request.npc.clone();
+        let purpose = request.purpose();
+        let deltas = match purpose {
+            Purpose::Reply => {
+                let sender = self.sender.clone();
+                let npc = npc.clone();
+                DeltaSink::new(move |text| {
+                    let _ = sender.send(TaskEvent::Delta {
+                        npc: npc.clone(),
+                        task,
+                        text: text.to_owned(),
+                    });
+                })
+            }
+            Purpose::Summary => DeltaSink::discard(),
+        };
+        let backend = self.backend(purpose).clone();
+        let timeout = self.timeout;
+        let sender = self.sender.clone();
+        let join = self.handle.spawn(async move {
+            let started = Instant::now();
+            let result =
+                match tokio::time::timeout(timeout, backend.complete(request, deltas)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(BackendError::Timeout {
+                        backend: backend.name().to_owned(),
+                        after: timeout,
+                    }),
+                };
+            // The receiver only goes away with the app; nothing is left to tell then.
+            let _ = sender.send(TaskEvent::Done {
+                npc,
+                task,
+                summary_job,
+                result,
+                latency: started.elapsed(),
+            });
+        });
+        Ticket {
+            id: task,
+            abort: join.abort_handle(),
+        }
+    }
+
+    /// The next finished event, if any.
+    pub(crate) fn try_next(&mut self) -> Option<TaskEvent> {
+        self.receiver.try_recv().ok()
+    }
+}
+
+impl Drop for LlmBridge {
+    fn drop(&mut self) {
+        if let RuntimeSource::Owned(runtime) = &mut self.source
+            && let Some(runtime) = runtime.take()
+        {
+            // Requests still in flight are abandoned rather than waited for, so
+            // closing the game never hangs on a slow server.
+            runtime.shutdown_background();
+        }
+    }
+}

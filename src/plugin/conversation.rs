@@ -1,0 +1,469 @@
+//! The reply and summary pipeline: player lines in, requests out, results back in.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+
+use super::bridge::{LlmBridge, TaskEvent, TaskId, Ticket};
+use super::layers::Layers;
+use super::messages::*;
+use super::persona::{Persona, PersonaBindings, persona_config};
+use super::settings::NpcMemorySettings;
+use super::telemetry::{Telemetry, TelemetryEvent};
+use crate::llm::{BackendError, ChatRequest, ChatResponse, Purpose, ReplyInput, RequestKind};
+use crate::memory::{
+    Degradation, NpcId, Role, SummaryJob, SummaryJobId, SummaryOutcome, estimate_prompt_tokens,
+    estimate_tokens,
+};
+
+/// What each NPC is doing right now: the requests in flight and the lines waiting.
+#[derive(Resource, Default, Debug)]
+pub struct Conversations {
+    npcs: HashMap<NpcId, Conversation>,
+    in_flight: usize,
+}
+
+#[derive(Default, Debug)]
+struct Conversation {
+    reply: Option<Ticket>,
+    summary: Option<Ticket>,
+    queued: VecDeque<String>,
+}
+
+impl Conversations {
+    /// Whether the NPC is producing a reply.
+    pub fn reply_in_flight(&self, npc: &NpcId) -> bool {
+        self.npcs.get(npc).is_some_and(|c| c.reply.is_some())
+    }
+
+    /// Whether the NPC's memory is being summarized.
+    pub fn summary_in_flight(&self, npc: &NpcId) -> bool {
+        self.npcs.get(npc).is_some_and(|c| c.summary.is_some())
+    }
+
+    /// The player's lines waiting for the NPC, oldest first.
+    pub fn queued_lines(&self, npc: &NpcId) -> impl Iterator<Item = &str> {
+        self.npcs
+            .get(npc)
+            .into_iter()
+            .flat_map(|c| c.queued.iter().map(String::as_str))
+    }
+
+    /// Requests in flight over all NPCs.
+    pub fn requests_in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Whether no request is in flight and no line waits, for any NPC.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight == 0 && self.npcs.values().all(|c| c.queued.is_empty())
+    }
+
+    fn entry(&mut self, npc: &NpcId) -> &mut Conversation {
+        self.npcs.entry(npc.clone()).or_default()
+    }
+
+    fn start(&mut self, npc: &NpcId, purpose: Purpose, ticket: Ticket) {
+        let conversation = self.entry(npc);
+        let slot = match purpose {
+            Purpose::Reply => &mut conversation.reply,
+            Purpose::Summary => &mut conversation.summary,
+        };
+        debug_assert!(slot.is_none(), "one {purpose:?} in flight per NPC");
+        *slot = Some(ticket);
+        self.in_flight += 1;
+    }
+
+    /// Takes the ticket for a finished task, or `None` when the task was cancelled.
+    fn finish(&mut self, npc: &NpcId, task: TaskId) -> Option<Purpose> {
+        let conversation = self.npcs.get_mut(npc)?;
+        let purpose = if conversation.reply.as_ref().is_some_and(|t| t.id == task) {
+            conversation.reply = None;
+            Purpose::Reply
+        } else if conversation.summary.as_ref().is_some_and(|t| t.id == task) {
+            conversation.summary = None;
+            Purpose::Summary
+        } else {
+            return None;
+        };
+        self.in_flight -= 1;
+        Some(purpose)
+    }
+
+    fn is_current(&self, npc: &NpcId, task: TaskId) -> bool {
+        self.npcs
+            .get(npc)
+            .and_then(|c| c.reply.as_ref())
+            .is_some_and(|t| t.id == task)
+    }
+}
+
+/// The messages the pipeline writes.
+#[derive(SystemParam)]
+pub(crate) struct Outbox<'w> {
+    replied: MessageWriter<'w, NpcReplied>,
+    deltas: MessageWriter<'w, NpcReplyDelta>,
+    failed: MessageWriter<'w, NpcReplyFailed>,
+    summaries: MessageWriter<'w, NpcSummaryUpdated>,
+    degraded: MessageWriter<'w, NpcMemoryDegraded>,
+}
+
+/// Everything the pipeline changes, borrowed together.
+#[derive(SystemParam)]
+pub(crate) struct Pipeline<'w> {
+    layers: Layers<'w>,
+    conversations: ResMut<'w, Conversations>,
+    bridge: ResMut<'w, LlmBridge>,
+    settings: Res<'w, NpcMemorySettings>,
+    telemetry: Res<'w, Telemetry>,
+    time: Res<'w, Time>,
+    bindings: ResMut<'w, PersonaBindings>,
+    out: Outbox<'w>,
+}
+
+impl Pipeline<'_> {
+    /// A player line: checked, then answered now or queued.
+    fn say(&mut self, npc: &NpcId, text: String) {
+        let chars = text.chars().count();
+        let error = if text.trim().is_empty() {
+            Some(ReplyError::EmptyLine)
+        } else if chars > self.settings.max_line_chars {
+            Some(ReplyError::LineTooLong {
+                chars,
+                max: self.settings.max_line_chars,
+            })
+        } else if self.layers.get_mut(npc).is_none() && !self.bindings.is_bound(npc) {
+            Some(ReplyError::UnknownNpc(npc.clone()))
+        } else {
+            None
+        };
+        if let Some(error) = error {
+            return self.reject(npc, error, text);
+        }
+
+        let ready = self.layers.get_mut(npc).is_some();
+        let max_queued = self.settings.max_queued_lines;
+        let conversation = self.conversations.entry(npc);
+        if ready && conversation.reply.is_none() && conversation.queued.is_empty() {
+            return self.start_reply(npc, text);
+        }
+        if conversation.queued.len() >= max_queued {
+            let queued = conversation.queued.len();
+            return self.reject(
+                npc,
+                ReplyError::Busy {
+                    npc: npc.clone(),
+                    queued,
+                },
+                text,
+            );
+        }
+        conversation.queued.push_back(text);
+    }
+
+    fn reject(&mut self, npc: &NpcId, error: ReplyError, line: String) {
+        self.out.failed.write(NpcReplyFailed {
+            npc: npc.clone(),
+            error,
+            unrecorded_line: Some(line),
+        });
+    }
+
+    /// Starts the next queued line if the NPC is free.
+    fn next_line(&mut self, npc: &NpcId) {
+        if self.layers.get_mut(npc).is_none() {
+            return;
+        }
+        let conversation = self.conversations.entry(npc);
+        if conversation.reply.is_some() {
+            return;
+        }
+        if let Some(text) = conversation.queued.pop_front() {
+            self.start_reply(npc, text);
+        }
+    }
+
+    fn start_reply(&mut self, npc: &NpcId, text: String) {
+        let now = self.time.elapsed_secs_f64();
+        let Some(mut layers) = self.layers.get_mut(npc) else {
+            return;
+        };
+        let recorded = layers.record(Role::User, text, now);
+        let request = ChatRequest {
+            npc: npc.clone(),
+            kind: RequestKind::Reply(ReplyInput {
+                npc_name: layers.context.persona().name.clone(),
+                summary: Arc::from(layers.context.summary()),
+            }),
+            messages: layers.reply_prompt(),
+        };
+        self.report_overflow(npc, recorded.overflow);
+        self.send(request, None);
+        self.start_summary(npc);
+    }
+
+    fn start_summary(&mut self, npc: &NpcId) {
+        if self.conversations.summary_in_flight(npc) {
+            return;
+        }
+        let Some(job) = self.layers.get_mut(npc).and_then(|mut l| l.start_summary()) else {
+            return;
+        };
+        self.send_summary(npc, job);
+    }
+
+    fn send_summary(&mut self, npc: &NpcId, job: SummaryJob) {
+        let request = ChatRequest {
+            npc: npc.clone(),
+            kind: RequestKind::Summary(job.input),
+            messages: job.messages,
+        };
+        self.send(request, Some(job.id));
+    }
+
+    fn send(&mut self, request: ChatRequest, summary_job: Option<SummaryJobId>) {
+        let purpose = request.purpose();
+        self.telemetry.emit(TelemetryEvent::Request {
+            npc: request.npc.clone(),
+            purpose,
+            backend: self.bridge.backend_name(purpose).to_owned(),
+            at: self.time.elapsed_secs_f64(),
+            estimated_tokens: estimate_prompt_tokens(&request.messages),
+            messages: request.messages.clone(),
+        });
+        let npc = request.npc.clone();
+        let ticket = self.bridge.spawn(request, summary_job);
+        self.conversations.start(&npc, purpose, ticket);
+    }
+
+    fn finished(
+        &mut self,
+        npc: NpcId,
+        task: TaskId,
+        summary_job: Option<SummaryJobId>,
+        result: Result<ChatResponse, BackendError>,
+        latency: Duration,
+    ) {
+        let Some(purpose) = self.conversations.finish(&npc, task) else {
+            return;
+        };
+        let result =
+            result.and_then(|response| checked_reply(response, self.bridge.backend_name(purpose)));
+        self.telemetry.emit(TelemetryEvent::Response {
+            npc: npc.clone(),
+            purpose,
+            latency_ms: latency.as_secs_f64() * 1000.0,
+            content: result.as_ref().ok().map(|r| r.content.clone()),
+            error: result.as_ref().err().map(ToString::to_string),
+            estimated_tokens: result.as_ref().map_or(0, |r| estimate_tokens(&r.content)),
+            usage: result.as_ref().ok().and_then(|r| r.usage),
+        });
+        match (purpose, summary_job) {
+            (Purpose::Summary, Some(job)) => self.summary_finished(&npc, job, result, latency),
+            _ => self.reply_finished(&npc, result),
+        }
+    }
+
+    fn reply_finished(&mut self, npc: &NpcId, result: Result<ChatResponse, BackendError>) {
+        match result {
+            Ok(response) => {
+                let now = self.time.elapsed_secs_f64();
+                if let Some(mut layers) = self.layers.get_mut(npc) {
+                    let text: Arc<str> = response.content.into();
+                    let recorded = layers.record(Role::Assistant, text.clone(), now);
+                    self.out.replied.write(NpcReplied {
+                        npc: npc.clone(),
+                        text,
+                        index: recorded.index,
+                    });
+                    self.report_overflow(npc, recorded.overflow);
+                    self.start_summary(npc);
+                }
+            }
+            Err(error) => {
+                self.out.failed.write(NpcReplyFailed {
+                    npc: npc.clone(),
+                    error: ReplyError::Backend(error),
+                    unrecorded_line: None,
+                });
+            }
+        }
+        self.next_line(npc);
+    }
+
+    fn summary_finished(
+        &mut self,
+        npc: &NpcId,
+        job: SummaryJobId,
+        result: Result<ChatResponse, BackendError>,
+        latency: Duration,
+    ) {
+        let Some(mut layers) = self.layers.get_mut(npc) else {
+            return;
+        };
+        let result = result
+            .as_ref()
+            .map(|r| r.content.as_str())
+            .map_err(ToString::to_string);
+        match layers.finish_summary(job, result, latency) {
+            SummaryOutcome::Updated(update) => {
+                self.telemetry.emit(TelemetryEvent::SummaryUpdated {
+                    npc: npc.clone(),
+                    old: update.old.to_string(),
+                    new: update.new.to_string(),
+                    covered_from: update.covered.start,
+                    covered_to: update.covered.end,
+                    latency_ms: update.latency.as_secs_f64() * 1000.0,
+                    trigger: update.trigger,
+                });
+                self.out.summaries.write(NpcSummaryUpdated {
+                    npc: npc.clone(),
+                    old: update.old,
+                    new: update.new,
+                    covered: update.covered,
+                    latency: update.latency,
+                    trigger: update.trigger,
+                });
+                // Messages that arrived meanwhile may already make the next one due.
+                self.start_summary(npc);
+            }
+            SummaryOutcome::Retry(retry) => self.send_summary(npc, retry),
+            SummaryOutcome::Degraded(degradation) => self.report(npc, degradation),
+            SummaryOutcome::Stale => {}
+        }
+    }
+
+    fn report_overflow(&mut self, npc: &NpcId, overflow: Option<Degradation>) {
+        if let Some(degradation) = overflow {
+            self.report(npc, degradation);
+        }
+    }
+
+    fn report(&mut self, npc: &NpcId, degradation: Degradation) {
+        self.telemetry.emit(TelemetryEvent::Degraded {
+            npc: npc.clone(),
+            reason: degradation.to_string(),
+            degradation: degradation.clone(),
+        });
+        self.out.degraded.write(NpcMemoryDegraded {
+            npc: npc.clone(),
+            degradation,
+        });
+    }
+
+    fn clear(&mut self, npc: &NpcId) {
+        if let Some(conversation) = self.conversations.npcs.get_mut(npc) {
+            let tickets = [conversation.reply.take(), conversation.summary.take()];
+            let queued = std::mem::take(&mut conversation.queued);
+            for ticket in tickets.into_iter().flatten() {
+                ticket.cancel();
+                self.conversations.in_flight -= 1;
+            }
+            for line in queued {
+                self.reject(npc, ReplyError::Cancelled, line);
+            }
+        }
+        if let Some(mut layers) = self.layers.get_mut(npc) {
+            layers.clear();
+        }
+    }
+
+    fn summarize_now(&mut self, npc: &NpcId) {
+        if let Some(mut layers) = self.layers.get_mut(npc) {
+            layers.request_summary();
+        }
+        self.start_summary(npc);
+    }
+
+    fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
+        let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
+        self.layers.ensure(npc, prompt, &config, overrides);
+        self.next_line(npc);
+    }
+}
+
+/// An empty reply is no reply: it would teach the NPC to say nothing.
+fn checked_reply(mut response: ChatResponse, backend: &str) -> Result<ChatResponse, BackendError> {
+    let trimmed = response.content.trim();
+    if trimmed.is_empty() {
+        return Err(BackendError::Malformed {
+            backend: backend.to_owned(),
+            reason: "the reply was empty".into(),
+        });
+    }
+    if trimmed.len() != response.content.len() {
+        response.content = trimmed.to_owned();
+    }
+    Ok(response)
+}
+
+pub(crate) fn apply_personas(
+    mut pipeline: Pipeline,
+    mut events: MessageReader<AssetEvent<Persona>>,
+    personas: Res<Assets<Persona>>,
+) {
+    let mut changed = pipeline.bindings.take_spawned();
+    changed.extend(events.read().filter_map(|event| match event {
+        AssetEvent::Added { id }
+        | AssetEvent::Modified { id }
+        | AssetEvent::LoadedWithDependencies { id } => Some(*id),
+        _ => None,
+    }));
+    if changed.is_empty() {
+        return;
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    for id in changed {
+        let Some(persona) = personas.get(id) else {
+            continue;
+        };
+        for npc in pipeline.bindings.npcs(id).to_vec() {
+            pipeline.apply_persona(&npc, persona);
+        }
+    }
+}
+
+pub(crate) fn take_requests(
+    mut pipeline: Pipeline,
+    mut talk: MessageReader<TalkToNpc>,
+    mut clear: MessageReader<ClearNpcMemory>,
+    mut summarize: MessageReader<SummarizeNow>,
+) {
+    for ClearNpcMemory { npc } in clear.read() {
+        pipeline.clear(npc);
+    }
+    for TalkToNpc { npc, text } in talk.read() {
+        pipeline.say(npc, text.clone());
+    }
+    for SummarizeNow { npc } in summarize.read() {
+        pipeline.summarize_now(npc);
+    }
+}
+
+pub(crate) fn collect_results(mut pipeline: Pipeline) {
+    while let Some(event) = pipeline.bridge.try_next() {
+        match event {
+            TaskEvent::Delta { npc, task, text } => {
+                if pipeline.conversations.is_current(&npc, task) {
+                    pipeline
+                        .out
+                        .deltas
+                        .write(NpcReplyDelta { npc, delta: text });
+                }
+            }
+            TaskEvent::Done {
+                npc,
+                task,
+                summary_job,
+                result,
+                latency,
+            } => {
+                pipeline.finished(npc, task, summary_job, result, latency);
+            }
+        }
+    }
+}

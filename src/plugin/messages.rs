@@ -1,0 +1,153 @@
+//! The messages a game sends to NPCs and receives from them.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bevy::prelude::*;
+
+use crate::llm::BackendError;
+use crate::memory::{Degradation, LogIndex, NpcId, SummaryTrigger};
+
+/// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`.
+///
+/// The answer comes back as [`NpcReplied`] or [`NpcReplyFailed`]. While the NPC is
+/// still answering an earlier line, new lines queue (see
+/// [`NpcMemorySettings::max_queued_lines`](crate::NpcMemorySettings::max_queued_lines)).
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct TalkToNpc {
+    /// Who is spoken to.
+    pub npc: NpcId,
+    /// What the player said.
+    pub text: String,
+}
+
+impl TalkToNpc {
+    /// The player says `text` to `npc`.
+    pub fn new(npc: impl Into<NpcId>, text: impl Into<String>) -> Self {
+        Self {
+            npc: npc.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// Forget everything an NPC remembers (the persona stays). Requests in flight are
+/// cancelled and queued lines fail with [`ReplyError::Cancelled`].
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct ClearNpcMemory {
+    /// Whose memory.
+    pub npc: NpcId,
+}
+
+/// Summarize an NPC's uncovered messages now, whatever the threshold says.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct SummarizeNow {
+    /// Whose memory.
+    pub npc: NpcId,
+}
+
+/// An NPC answered. The reply is already in its log and window.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct NpcReplied {
+    /// Who answered.
+    pub npc: NpcId,
+    /// The reply.
+    pub text: Arc<str>,
+    /// The reply's index in the NPC's log.
+    pub index: LogIndex,
+}
+
+/// A piece of a reply that is still being produced, for typewriter effects. The
+/// pieces of one reply add up to the text of the [`NpcReplied`] that follows.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct NpcReplyDelta {
+    /// Who is answering.
+    pub npc: NpcId,
+    /// The next piece of text.
+    pub delta: String,
+}
+
+/// An NPC could not answer a line.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct NpcReplyFailed {
+    /// Who was spoken to.
+    pub npc: NpcId,
+    /// Why there is no answer.
+    pub error: ReplyError,
+    /// The player's line when it was *not* recorded in the log (busy, unknown NPC,
+    /// cancelled while queued), so the game can hand it back. `None` when the line is
+    /// safely in the log.
+    pub unrecorded_line: Option<String>,
+}
+
+/// Why an NPC did not answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ReplyError {
+    /// The NPC is still answering and its queue is full.
+    #[error("{npc} is busy: {queued} lines are already waiting")]
+    Busy {
+        /// Who is busy.
+        npc: NpcId,
+        /// Lines waiting.
+        queued: usize,
+    },
+    /// No NPC with this id was ever spawned.
+    #[error("no NPC with id {0} has been spawned")]
+    UnknownNpc(NpcId),
+    /// The line was empty or only whitespace.
+    #[error("the line is empty")]
+    EmptyLine,
+    /// The line is longer than the plugin accepts.
+    #[error("the line has {chars} characters, over the limit of {max}")]
+    LineTooLong {
+        /// Characters in the line.
+        chars: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The NPC's memory was cleared before the line was answered.
+    #[error("the NPC's memory was cleared before it answered")]
+    Cancelled,
+}
+
+/// An NPC's summary changed, and with it the system prompt its replies use.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct NpcSummaryUpdated {
+    /// Whose memory.
+    pub npc: NpcId,
+    /// The summary before.
+    pub old: Arc<str>,
+    /// The summary now.
+    pub new: Arc<str>,
+    /// The log indices folded in.
+    pub covered: Range<LogIndex>,
+    /// Time the summary took, over all attempts.
+    pub latency: Duration,
+    /// Why it ran.
+    pub trigger: SummaryTrigger,
+}
+
+/// An NPC's memory lost quality: a summary failed for good, or messages left the
+/// prompt unsummarized. Replies keep working.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct NpcMemoryDegraded {
+    /// Whose memory.
+    pub npc: NpcId,
+    /// What happened.
+    pub degradation: Degradation,
+}
+
+pub(crate) fn plugin(app: &mut App) {
+    app.add_message::<TalkToNpc>()
+        .add_message::<ClearNpcMemory>()
+        .add_message::<SummarizeNow>()
+        .add_message::<NpcReplied>()
+        .add_message::<NpcReplyDelta>()
+        .add_message::<NpcReplyFailed>()
+        .add_message::<NpcSummaryUpdated>()
+        .add_message::<NpcMemoryDegraded>();
+}

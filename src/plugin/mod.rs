@@ -1,0 +1,173 @@
+//! The Bevy adapter: the plugin, its resources, messages and systems.
+
+mod bridge;
+mod conversation;
+mod layers;
+mod messages;
+mod persona;
+mod settings;
+mod telemetry;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bevy::prelude::*;
+
+pub use conversation::Conversations;
+pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
+pub use messages::{
+    ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
+    NpcSummaryUpdated, ReplyError, SummarizeNow, TalkToNpc,
+};
+pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
+pub use settings::NpcMemorySettings;
+pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent};
+
+use crate::llm::{ChatBackend, OfflineBackend};
+
+/// The plugin's systems, in pipeline order. They run in `Update`; order your own
+/// systems against these sets, e.g. `.after(NpcMemorySystems::Collect)` to see
+/// replies the frame they arrive.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NpcMemorySystems {
+    /// Personas that were spawned, loaded or edited reach their NPC's memory.
+    Personas,
+    /// Player lines, clears and summary requests are taken; requests start.
+    Intake,
+    /// Finished requests come back: replies and summaries enter memory.
+    Collect,
+}
+
+/// Gives NPCs LLM-driven dialogue with layered memory.
+///
+/// ```no_run
+/// use bevy::prelude::*;
+/// use bevy_npc_memory::prelude::*;
+///
+/// App::new()
+///     .add_plugins((MinimalPlugins, AssetPlugin::default()))
+///     .add_plugins(NpcMemoryPlugin::default().with_window(20))
+///     .run();
+/// ```
+///
+/// It needs `AssetPlugin` (part of `DefaultPlugins`) added before it.
+pub struct NpcMemoryPlugin {
+    settings: NpcMemorySettings,
+    reply_backend: Arc<dyn ChatBackend>,
+    summary_backend: Option<Arc<dyn ChatBackend>>,
+    runtime: Option<tokio::runtime::Handle>,
+    trace_file: Option<PathBuf>,
+}
+
+impl Default for NpcMemoryPlugin {
+    fn default() -> Self {
+        Self {
+            settings: NpcMemorySettings::default(),
+            reply_backend: Arc::new(OfflineBackend::default()),
+            summary_backend: None,
+            runtime: None,
+            trace_file: None,
+        }
+    }
+}
+
+impl NpcMemoryPlugin {
+    /// Answers and summarizes with `backend` (the default is [`OfflineBackend`]).
+    pub fn with_backend(mut self, backend: impl ChatBackend) -> Self {
+        self.reply_backend = Arc::new(backend);
+        self
+    }
+
+    /// Summarizes with a different backend, such as a cheaper model.
+    pub fn with_summary_backend(mut self, backend: impl ChatBackend) -> Self {
+        self.summary_backend = Some(Arc::new(backend));
+        self
+    }
+
+    /// Sets the default window size (system prompt included).
+    pub fn with_window(mut self, max_context_window: usize) -> Self {
+        self.settings.memory.max_context_window = max_context_window;
+        self
+    }
+
+    /// Sets the default summary threshold (otherwise half the window).
+    pub fn with_summary_threshold(mut self, threshold: usize) -> Self {
+        self.settings.memory.summary_threshold = Some(threshold);
+        self
+    }
+
+    /// Replaces all settings.
+    pub fn with_settings(mut self, settings: NpcMemorySettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Runs requests on the game's own tokio runtime instead of one the plugin owns.
+    pub fn with_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Also writes telemetry as JSON lines to `path`.
+    pub fn with_trace_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace_file = Some(path.into());
+        self
+    }
+}
+
+impl Plugin for NpcMemoryPlugin {
+    fn build(&self, app: &mut App) {
+        assert!(
+            app.is_plugin_added::<AssetPlugin>(),
+            "NpcMemoryPlugin needs AssetPlugin: add DefaultPlugins, or AssetPlugin::default() next to MinimalPlugins, before it"
+        );
+        let telemetry = match &self.trace_file {
+            Some(path) => Telemetry::with_file(path).unwrap_or_else(|error| {
+                error!(
+                    "could not open the trace file {}: {error}; tracing to the log only",
+                    path.display()
+                );
+                Telemetry::default()
+            }),
+            None => Telemetry::default(),
+        };
+        let summary_backend = self
+            .summary_backend
+            .clone()
+            .unwrap_or_else(|| self.reply_backend.clone());
+        app.insert_resource(self.settings.clone())
+            .insert_resource(telemetry)
+            .insert_resource(bridge::LlmBridge::new(
+                self.runtime.clone(),
+                self.reply_backend.clone(),
+                summary_backend,
+                self.settings.request_timeout,
+            ))
+            .init_resource::<ChatLogs>()
+            .init_resource::<RollingWindows>()
+            .init_resource::<ContextMemoryManager>()
+            .init_resource::<Conversations>()
+            .init_resource::<persona::PersonaBindings>()
+            .init_asset::<Persona>()
+            .register_asset_loader(PersonaLoader)
+            .add_observer(persona::on_npc_added)
+            .configure_sets(
+                Update,
+                (
+                    NpcMemorySystems::Personas,
+                    NpcMemorySystems::Intake,
+                    NpcMemorySystems::Collect,
+                )
+                    .chain(),
+            )
+            .add_systems(
+                Update,
+                (
+                    conversation::apply_personas.in_set(NpcMemorySystems::Personas),
+                    conversation::take_requests.in_set(NpcMemorySystems::Intake),
+                    conversation::collect_results.in_set(NpcMemorySystems::Collect),
+                ),
+            );
+        messages::plugin(app);
+    }
+}

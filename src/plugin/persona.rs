@@ -1,0 +1,232 @@
+//! Personas: what an NPC is, loaded from `*.npc.ron` assets, and the NPC component.
+
+use std::collections::HashMap;
+
+use bevy::asset::{AssetLoader, LoadContext, io::Reader};
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::memory::{MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, SummaryStyle};
+
+/// What an NPC is: its name, its system prompt, and how its memory is worded and
+/// sized. Loaded from `assets/npcs/*.npc.ron`, or built in code.
+///
+/// ```ron
+/// (
+///     name: "ECHO-7",
+///     system_prompt: "You are ECHO-7, the bunker's security and guidance AI.",
+///     language: English,            // or Chinese: picks the built-in wording
+///     summary_label: "[Previously]: ",   // optional
+///     max_context_window: 20,        // optional, overrides the plugin default
+///     summary_threshold: 10,         // optional
+/// )
+/// ```
+#[derive(Asset, TypePath, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Persona {
+    /// The NPC's display name.
+    pub name: String,
+    /// The persona text. Memory is appended to it, never written over it.
+    pub system_prompt: String,
+    /// Picks the built-in wording of summary requests and the summary label.
+    #[serde(default)]
+    pub language: PromptLanguage,
+    /// Put before the summary in the system prompt. Defaults by language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_label: Option<String>,
+    /// The summarizer's instruction. Defaults by language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer_instruction: Option<String>,
+    /// This NPC's window, overriding the plugin default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_window: Option<usize>,
+    /// This NPC's summary threshold, overriding the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_threshold: Option<usize>,
+}
+
+impl Persona {
+    /// A persona with the default English wording.
+    pub fn new(name: impl Into<String>, system_prompt: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            system_prompt: system_prompt.into(),
+            language: PromptLanguage::English,
+            summary_label: None,
+            summarizer_instruction: None,
+            max_context_window: None,
+            summary_threshold: None,
+        }
+    }
+
+    /// Uses the built-in wording of a language.
+    pub fn with_language(mut self, language: PromptLanguage) -> Self {
+        self.language = language;
+        self
+    }
+
+    /// Gives this NPC its own window size.
+    pub fn with_window(mut self, max_context_window: usize) -> Self {
+        self.max_context_window = Some(max_context_window);
+        self
+    }
+
+    /// Gives this NPC its own summary threshold.
+    pub fn with_summary_threshold(mut self, threshold: usize) -> Self {
+        self.summary_threshold = Some(threshold);
+        self
+    }
+
+    /// Parses a persona from RON text.
+    pub fn from_ron(text: &str) -> Result<Self, PersonaError> {
+        ron::de::from_str(text).map_err(|error| PersonaError::Parse(error.to_string()))
+    }
+
+    /// The persona as the memory core sees it.
+    pub fn prompt(&self) -> PersonaPrompt {
+        let mut style = SummaryStyle::for_language(self.language);
+        if let Some(label) = &self.summary_label {
+            style.label.clone_from(label);
+        }
+        if let Some(instruction) = &self.summarizer_instruction {
+            style.instruction.clone_from(instruction);
+        }
+        PersonaPrompt {
+            name: self.name.clone(),
+            text: self.system_prompt.as_str().into(),
+            style,
+        }
+    }
+
+    /// The memory configuration for this persona: `defaults`, with the persona's own
+    /// window and threshold applied.
+    pub fn memory_config(&self, defaults: &MemoryConfig) -> MemoryConfig {
+        let mut config = defaults.clone();
+        if let Some(window) = self.max_context_window {
+            config.max_context_window = window;
+            if self.summary_threshold.is_none() {
+                config.summary_threshold = None;
+            }
+        }
+        if let Some(threshold) = self.summary_threshold {
+            config.summary_threshold = Some(threshold);
+        }
+        config
+    }
+
+    fn overrides_config(&self) -> bool {
+        self.max_context_window.is_some() || self.summary_threshold.is_some()
+    }
+}
+
+/// Why a persona could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PersonaError {
+    /// The file could not be read.
+    #[error("could not read the persona file: {0}")]
+    Io(#[from] std::io::Error),
+    /// The text is not a valid persona.
+    #[error("invalid persona: {0}")]
+    Parse(String),
+}
+
+/// Loads [`Persona`] assets from `*.npc.ron` files.
+#[derive(Default, TypePath)]
+pub struct PersonaLoader;
+
+impl AssetLoader for PersonaLoader {
+    type Asset = Persona;
+    type Settings = ();
+    type Error = PersonaError;
+
+    async fn load(
+        &self,
+        reader: &mut dyn Reader,
+        _settings: &(),
+        _load_context: &mut LoadContext<'_>,
+    ) -> Result<Persona, PersonaError> {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).await?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|error| PersonaError::Parse(format!("not UTF-8: {error}")))?;
+        Persona::from_ron(text)
+    }
+
+    fn extensions(&self) -> &[&str] {
+        &["npc.ron"]
+    }
+}
+
+/// Marks an entity as an NPC with memory.
+///
+/// The memory belongs to `id`, not to the entity: despawn the entity with its level,
+/// spawn another with the same id later, and the NPC remembers.
+#[derive(Component, Clone, Debug)]
+pub struct Npc {
+    /// Whose memory this entity speaks with.
+    pub id: NpcId,
+    /// What the NPC is.
+    pub persona: Handle<Persona>,
+}
+
+impl Npc {
+    /// An NPC with an id and a persona.
+    pub fn new(id: impl Into<NpcId>, persona: Handle<Persona>) -> Self {
+        Self {
+            id: id.into(),
+            persona,
+        }
+    }
+}
+
+/// Which NPCs use which persona asset, so a persona that loads late or is edited
+/// reaches every NPC using it.
+#[derive(Resource, Default)]
+pub(crate) struct PersonaBindings {
+    by_asset: HashMap<AssetId<Persona>, Vec<NpcId>>,
+    spawned: Vec<AssetId<Persona>>,
+}
+
+impl PersonaBindings {
+    pub(crate) fn bind(&mut self, npc: NpcId, persona: AssetId<Persona>) {
+        let npcs = self.by_asset.entry(persona).or_default();
+        if !npcs.contains(&npc) {
+            npcs.push(npc);
+        }
+        self.spawned.push(persona);
+    }
+
+    pub(crate) fn take_spawned(&mut self) -> Vec<AssetId<Persona>> {
+        std::mem::take(&mut self.spawned)
+    }
+
+    pub(crate) fn npcs(&self, persona: AssetId<Persona>) -> &[NpcId] {
+        self.by_asset.get(&persona).map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn is_bound(&self, npc: &NpcId) -> bool {
+        self.by_asset.values().any(|npcs| npcs.contains(npc))
+    }
+}
+
+pub(crate) fn on_npc_added(
+    add: On<Add, Npc>,
+    npcs: Query<&Npc>,
+    mut bindings: ResMut<PersonaBindings>,
+) {
+    if let Ok(npc) = npcs.get(add.entity) {
+        bindings.bind(npc.id.clone(), npc.persona.id());
+    }
+}
+
+/// Applies a persona to every NPC bound to it.
+pub(crate) fn persona_config(
+    persona: &Persona,
+    defaults: &MemoryConfig,
+) -> (PersonaPrompt, MemoryConfig, bool) {
+    (
+        persona.prompt(),
+        persona.memory_config(defaults),
+        persona.overrides_config(),
+    )
+}

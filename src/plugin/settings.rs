@@ -1,0 +1,33 @@
+//! Plugin-wide settings that games may change at run time.
+
+use std::time::Duration;
+
+use bevy::prelude::*;
+
+use crate::memory::MemoryConfig;
+
+/// Settings of the whole plugin. Change the resource at run time to affect NPCs
+/// whose memory is created afterwards; personas may override the memory sizes.
+#[derive(Resource, Clone, Debug, PartialEq)]
+pub struct NpcMemorySettings {
+    /// Window, threshold and limits for NPCs whose persona does not set them.
+    pub memory: MemoryConfig,
+    /// Player lines that may wait while an NPC is still answering. One more gets a
+    /// [`ReplyError::Busy`](crate::ReplyError::Busy) failure.
+    pub max_queued_lines: usize,
+    /// Longest player line accepted, in characters.
+    pub max_line_chars: usize,
+    /// How long a backend request may take before it fails with a timeout.
+    pub request_timeout: Duration,
+}
+
+impl Default for NpcMemorySettings {
+    fn default() -> Self {
+        Self {
+            memory: MemoryConfig::default(),
+            max_queued_lines: 4,
+            max_line_chars: 4000,
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! A headless app around the plugin, shared by the integration tests.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{PromptMessage, TelemetryEvent};
+
+/// Messages of one type the plugin wrote, kept for assertions.
+#[derive(Resource)]
+pub struct Inbox<M: Send + Sync + 'static>(pub Vec<M>);
+
+fn collect<M: Message + Clone>(mut reader: MessageReader<M>, mut inbox: ResMut<Inbox<M>>) {
+    inbox.0.extend(reader.read().cloned());
+}
+
+pub struct Harness {
+    pub app: App,
+}
+
+impl Harness {
+    pub fn new(plugin: NpcMemoryPlugin) -> Self {
+        let mut app = App::new();
+        app.add_plugins((MinimalPlugins, AssetPlugin::default(), plugin));
+        add_inbox::<NpcReplied>(&mut app);
+        add_inbox::<NpcReplyDelta>(&mut app);
+        add_inbox::<NpcReplyFailed>(&mut app);
+        add_inbox::<NpcSummaryUpdated>(&mut app);
+        add_inbox::<NpcMemoryDegraded>(&mut app);
+        Self { app }
+    }
+
+    /// Spawns an NPC with a persona built in code.
+    pub fn spawn(&mut self, id: &str, persona: Persona) -> Entity {
+        let handle = self
+            .app
+            .world_mut()
+            .resource_mut::<Assets<Persona>>()
+            .add(persona);
+        let entity = self.app.world_mut().spawn(Npc::new(id, handle)).id();
+        self.app.update();
+        entity
+    }
+
+    /// Spawns an NPC whose persona loads from `assets/`, and waits for it.
+    pub fn spawn_from_file(&mut self, id: &str, path: &str) -> Entity {
+        let handle: Handle<Persona> = self
+            .app
+            .world()
+            .resource::<AssetServer>()
+            .load(path.to_owned());
+        let entity = self.app.world_mut().spawn(Npc::new(id, handle)).id();
+        let npc = NpcId::new(id);
+        self.run_until(&format!("the persona {path} loads"), |world| {
+            world.resource::<ContextMemoryManager>().get(&npc).is_some()
+        });
+        entity
+    }
+
+    pub fn say(&mut self, npc: &str, text: &str) {
+        self.app
+            .world_mut()
+            .write_message(TalkToNpc::new(npc, text));
+    }
+
+    pub fn inbox<M: Send + Sync + 'static>(&self) -> &[M] {
+        &self.app.world().resource::<Inbox<M>>().0
+    }
+
+    /// Updates the app until `done` holds, failing the test after five seconds.
+    pub fn run_until(&mut self, what: &str, done: impl Fn(&World) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            self.app.update();
+            if done(self.app.world()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    pub fn wait_for_replies(&mut self, count: usize) {
+        self.run_until(&format!("{count} replies"), |world| {
+            world.resource::<Inbox<NpcReplied>>().0.len() >= count
+        });
+    }
+
+    pub fn wait_for_summaries(&mut self, count: usize) {
+        self.run_until(&format!("{count} summaries"), |world| {
+            world.resource::<Inbox<NpcSummaryUpdated>>().0.len() >= count
+        });
+    }
+
+    /// Waits until no request is in flight and no line waits.
+    pub fn settle(&mut self) {
+        self.run_until("the NPCs are idle", |world| {
+            world.resource::<Conversations>().is_idle()
+        });
+    }
+
+    pub fn replies(&self, npc: &str) -> Vec<String> {
+        let npc = NpcId::new(npc);
+        self.inbox::<NpcReplied>()
+            .iter()
+            .filter(|r| r.npc == npc)
+            .map(|r| r.text.to_string())
+            .collect()
+    }
+
+    /// L2 of an NPC as (role, text).
+    pub fn log(&self, npc: &str) -> Vec<(Role, String)> {
+        let logs = self.app.world().resource::<ChatLogs>();
+        logs.get(&NpcId::new(npc))
+            .expect("the NPC has a log")
+            .messages()
+            .iter()
+            .map(|m| (m.role, m.content.to_string()))
+            .collect()
+    }
+
+    /// L1 of an NPC as a model sees it: system prompt, then the window.
+    pub fn window(&self, npc: &str) -> Vec<PromptMessage> {
+        let npc = NpcId::new(npc);
+        let world = self.app.world();
+        let log = world.resource::<ChatLogs>().get(&npc).expect("log");
+        world
+            .resource::<RollingWindows>()
+            .get(&npc)
+            .expect("window")
+            .prompt(log)
+    }
+
+    pub fn summary(&self, npc: &str) -> String {
+        let contexts = self.app.world().resource::<ContextMemoryManager>();
+        contexts
+            .get(&NpcId::new(npc))
+            .expect("context")
+            .summary()
+            .to_owned()
+    }
+}
+
+fn add_inbox<M: Message + Clone>(app: &mut App) {
+    app.insert_resource(Inbox::<M>(Vec::new()))
+        .add_systems(Update, collect::<M>.after(NpcMemorySystems::Collect));
+}
+
+/// A persona for tests that do not care about wording.
+pub fn persona(name: &str) -> Persona {
+    Persona::new(name, format!("You are {name}."))
+}
+
+/// Reads a JSON-lines trace file.
+pub fn read_trace(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("the trace file exists")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each trace line is JSON"))
+        .collect()
+}
+
+#[allow(unused)]
+fn _assert_event_is_serializable(event: TelemetryEvent) -> serde_json::Value {
+    serde_json::to_value(event).unwrap()
+}
