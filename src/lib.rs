@@ -1,4 +1,82 @@
-#![doc = include_str!("../README.md")]
+//! LLM-driven NPC dialogue with layered memory, for Bevy.
+//!
+//! Add one plugin, spawn an NPC with a persona, and talk to it. Each NPC keeps
+//! three layers of memory, as in the design this crate follows:
+//!
+//! | layer | type | resource | what it is |
+//! |---|---|---|---|
+//! | L1 | [`RollingWindow`] | [`RollingWindows`] | the recent messages sent with every request; the system prompt always first |
+//! | L2 | [`ChatLog`] | [`ChatLogs`] | every message, append-only: UI history and savegames |
+//! | L3 | [`ContextMemory`] | [`ContextMemoryManager`] | every N messages a stateless request folds new messages into a summary, and the system prompt becomes persona + summary |
+//!
+//! # Tutorial
+//!
+//! **1. Add the plugin.** It needs `AssetPlugin`, which `DefaultPlugins` has. Without
+//! a backend it runs offline: replies say so, and summaries are extractive.
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use bevy_npc_memory::prelude::*;
+//!
+//! App::new()
+//!     .add_plugins((MinimalPlugins, AssetPlugin::default()))
+//!     .add_plugins(NpcMemoryPlugin::default().with_window(20))
+//!     .run();
+//! ```
+//!
+//! **2. Spawn an NPC.** Its [`NpcId`] names its memory, so the memory outlives the
+//! entity. The persona comes from a `*.npc.ron` asset (see [`Persona`]) or from code.
+//!
+//! ```no_run
+//! # use bevy::prelude::*;
+//! # use bevy_npc_memory::prelude::*;
+//! fn spawn(mut commands: Commands, assets: Res<AssetServer>) {
+//!     commands.spawn(Npc::new("echo7", assets.load("npcs/echo7.npc.ron")));
+//! }
+//! ```
+//!
+//! **3. Talk, and listen.** Send [`TalkToNpc`]; read [`NpcReplied`], or
+//! [`NpcReplyDelta`] to typewrite, and [`NpcReplyFailed`] for errors. Requests run
+//! on a tokio runtime off the main thread; nothing blocks the frame.
+//!
+//! ```no_run
+//! # use bevy::prelude::*;
+//! # use bevy_npc_memory::prelude::*;
+//! fn talk(mut talk: MessageWriter<TalkToNpc>) {
+//!     talk.write(TalkToNpc::new("echo7", "Hi, I'm Alex. I'm here to fix the power."));
+//! }
+//!
+//! fn listen(mut replies: MessageReader<NpcReplied>, mut failures: MessageReader<NpcReplyFailed>) {
+//!     for reply in replies.read() {
+//!         println!("{}: {}", reply.npc, reply.text);
+//!     }
+//!     for failure in failures.read() {
+//!         // The player's line is handed back when it was not recorded.
+//!         eprintln!("{}: {}", failure.npc, failure.error);
+//!     }
+//! }
+//! ```
+//!
+//! **4. Watch memory work.** [`NpcSummaryUpdated`] fires when a summary rewrites the
+//! system prompt, [`NpcMemoryDegraded`] when a summary failed twice or the window hit
+//! its hard cap. Every request and response is also a `tracing` event with target
+//! [`TELEMETRY_TARGET`], and [`NpcMemoryPlugin::with_trace_file`] writes them as
+//! JSON lines.
+//!
+//! # Guarantees
+//!
+//! - No message leaves the prompt before a successful summary covers it. While
+//!   summaries lag or fail, the window grows up to a hard cap (2 × window by default);
+//!   past it, messages are dropped from the prompt and reported, never from the log.
+//! - A failed summary is retried once, then the last good summary stays. Replies are
+//!   never affected.
+//! - The player's line is in the log as soon as a request for it starts; lines that
+//!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`].
+//!
+//! # Without Bevy
+//!
+//! The core is plain Rust: [`NpcMemory`] holds the three layers and [`LayersMut`]
+//! changes them, for tools, benchmarks, or other engines.
 #![warn(missing_docs)]
 
 mod llm;

@@ -49,12 +49,12 @@ impl OfflineBackend {
             .map(|m| shorten(&m.content, STATEMENT_CHARS))
             .unwrap_or_default();
         let memory = if input.summary.is_empty() {
-            "Nothing is summarized yet.".to_string()
+            "nothing is summarized yet.".to_string()
         } else {
-            format!("What I remember: {}", input.summary)
+            format!("what I remember: {}", input.summary)
         };
         format!(
-            "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\". {memory}",
+            "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\" — {memory}",
             input.npc_name
         )
     }
@@ -189,6 +189,9 @@ mod tests {
         let text = OfflineBackend::reply_text(&request, input);
         assert!(text.starts_with("[offline] ECHO-7 has no language model connected"));
         assert!(text.contains("You said: \"What is my name?\""));
-        assert!(text.contains("What I remember: Player: I'm Alex."));
+        assert!(
+            text.ends_with("— what I remember: Player: I'm Alex."),
+            "{text}"
+        );
     }
 }

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bevy::asset::AssetLoadFailedEvent;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
@@ -135,7 +136,14 @@ impl Pipeline<'_> {
                 chars,
                 max: self.settings.max_line_chars,
             })
-        } else if self.layers.get_mut(npc).is_none() && !self.bindings.is_bound(npc) {
+        } else if self.layers.get_mut(npc).is_some() {
+            None
+        } else if let Some(reason) = self.bindings.failure(npc) {
+            Some(ReplyError::PersonaUnavailable {
+                npc: npc.clone(),
+                reason: reason.to_owned(),
+            })
+        } else if !self.bindings.is_bound(npc) {
             Some(ReplyError::UnknownNpc(npc.clone()))
         } else {
             None
@@ -378,6 +386,22 @@ impl Pipeline<'_> {
         self.start_summary(npc);
     }
 
+    /// A persona failed to load: lines waiting for it fail rather than wait forever.
+    /// An NPC that already has memory keeps its last good persona.
+    fn persona_failed(&mut self, npc: &NpcId, reason: &str) {
+        if self.layers.get_mut(npc).is_some() {
+            return;
+        }
+        let queued = std::mem::take(&mut self.conversations.entry(npc).queued);
+        for line in queued {
+            let error = ReplyError::PersonaUnavailable {
+                npc: npc.clone(),
+                reason: reason.to_owned(),
+            };
+            self.reject(npc, error, line);
+        }
+    }
+
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         self.layers.ensure(npc, prompt, &config, overrides);
@@ -403,8 +427,17 @@ fn checked_reply(mut response: ChatResponse, backend: &str) -> Result<ChatRespon
 pub(crate) fn apply_personas(
     mut pipeline: Pipeline,
     mut events: MessageReader<AssetEvent<Persona>>,
+    mut failures: MessageReader<AssetLoadFailedEvent<Persona>>,
     personas: Res<Assets<Persona>>,
 ) {
+    for failure in failures.read() {
+        let reason = format!("{}: {}", failure.path, failure.error);
+        tracing::error!("NPC persona failed to load: {reason}");
+        pipeline.bindings.mark_failed(failure.id, reason.clone());
+        for npc in pipeline.bindings.npcs(failure.id).to_vec() {
+            pipeline.persona_failed(&npc, &reason);
+        }
+    }
     let mut changed = pipeline.bindings.take_spawned();
     changed.extend(events.read().filter_map(|event| match event {
         AssetEvent::Added { id }
@@ -421,6 +454,7 @@ pub(crate) fn apply_personas(
         let Some(persona) = personas.get(id) else {
             continue;
         };
+        pipeline.bindings.mark_loaded(id);
         for npc in pipeline.bindings.npcs(id).to_vec() {
             pipeline.apply_persona(&npc, persona);
         }

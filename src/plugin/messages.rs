@@ -95,6 +95,14 @@ pub enum ReplyError {
     /// No NPC with this id was ever spawned.
     #[error("no NPC with id {0} has been spawned")]
     UnknownNpc(NpcId),
+    /// The NPC's persona asset failed to load, so it has no memory to answer with.
+    #[error("the persona of {npc} could not be loaded: {reason}")]
+    PersonaUnavailable {
+        /// Whose persona.
+        npc: NpcId,
+        /// Why it failed.
+        reason: String,
+    },
     /// The line was empty or only whitespace.
     #[error("the line is empty")]
     EmptyLine,

@@ -123,7 +123,7 @@ impl Plugin for NpcMemoryPlugin {
         );
         let telemetry = match &self.trace_file {
             Some(path) => Telemetry::with_file(path).unwrap_or_else(|error| {
-                error!(
+                tracing::error!(
                     "could not open the trace file {}: {error}; tracing to the log only",
                     path.display()
                 );

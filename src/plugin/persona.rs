@@ -185,6 +185,7 @@ impl Npc {
 pub(crate) struct PersonaBindings {
     by_asset: HashMap<AssetId<Persona>, Vec<NpcId>>,
     spawned: Vec<AssetId<Persona>>,
+    failed: HashMap<AssetId<Persona>, String>,
 }
 
 impl PersonaBindings {
@@ -206,6 +207,23 @@ impl PersonaBindings {
 
     pub(crate) fn is_bound(&self, npc: &NpcId) -> bool {
         self.by_asset.values().any(|npcs| npcs.contains(npc))
+    }
+
+    pub(crate) fn mark_failed(&mut self, persona: AssetId<Persona>, reason: String) {
+        self.failed.insert(persona, reason);
+    }
+
+    pub(crate) fn mark_loaded(&mut self, persona: AssetId<Persona>) {
+        self.failed.remove(&persona);
+    }
+
+    /// Why the persona of an NPC failed to load, if it did.
+    pub(crate) fn failure(&self, npc: &NpcId) -> Option<&str> {
+        self.by_asset
+            .iter()
+            .find(|(_, npcs)| npcs.contains(npc))
+            .and_then(|(id, _)| self.failed.get(id))
+            .map(String::as_str)
     }
 }
 

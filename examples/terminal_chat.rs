@@ -1,0 +1,207 @@
+//! ECHO-7 over stdin and stdout, headless: one player line per input line, each
+//! reply printed as `ECHO-7: ...`. Memory events go to stderr as `[Memory]` lines.
+//!
+//! ```text
+//! cargo run --example terminal_chat -- [--backend offline|scripted] [--window N]
+//!     [--threshold N] [--persona PATH] [--trace FILE]
+//! ```
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, TryRecvError, channel};
+use std::time::Duration;
+
+use bevy::app::ScheduleRunnerPlugin;
+use bevy::prelude::*;
+use bevy_npc_memory::prelude::*;
+
+const USAGE: &str = "usage: terminal_chat [--backend offline|scripted] [--window N] [--threshold N] [--persona PATH] [--trace FILE]";
+
+struct Args {
+    backend: String,
+    window: usize,
+    threshold: Option<usize>,
+    persona: PathBuf,
+    trace: Option<PathBuf>,
+}
+
+impl Args {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut parsed = Args {
+            backend: "offline".into(),
+            window: 20,
+            threshold: None,
+            persona: PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/assets/npcs/echo7.npc.ron"
+            )),
+            trace: None,
+        };
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+            let number = |text: String| {
+                text.parse::<usize>()
+                    .map_err(|_| format!("{flag} needs a number, got {text:?}"))
+            };
+            match flag.as_str() {
+                "--backend" => parsed.backend = value()?,
+                "--window" => parsed.window = number(value()?)?,
+                "--threshold" => parsed.threshold = Some(number(value()?)?),
+                "--persona" => parsed.persona = value()?.into(),
+                "--trace" => parsed.trace = Some(value()?.into()),
+                "--help" | "-h" => return Err(String::new()),
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// The player's lines from stdin, and whether a reply is awaited.
+#[derive(Resource)]
+struct Terminal {
+    lines: Mutex<Receiver<String>>,
+    awaiting_reply: bool,
+    npc_name: String,
+}
+
+#[derive(Resource)]
+struct Echo7(Persona);
+
+fn main() -> AppExit {
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("{error}\n{USAGE}");
+            return AppExit::error();
+        }
+    };
+    let persona = match std::fs::read_to_string(&args.persona)
+        .map_err(|e| e.to_string())
+        .and_then(|text| Persona::from_ron(&text).map_err(|e| e.to_string()))
+    {
+        Ok(persona) => persona,
+        Err(error) => {
+            eprintln!(
+                "could not load the persona {}: {error}",
+                args.persona.display()
+            );
+            return AppExit::error();
+        }
+    };
+
+    let mut plugin = NpcMemoryPlugin::default().with_window(args.window);
+    if let Some(threshold) = args.threshold {
+        plugin = plugin.with_summary_threshold(threshold);
+    }
+    if let Some(trace) = &args.trace {
+        plugin = plugin.with_trace_file(trace);
+    }
+    plugin = match args.backend.as_str() {
+        "offline" => plugin.with_backend(OfflineBackend::default()),
+        "scripted" => plugin.with_backend(seed_script()),
+        other => {
+            eprintln!("unknown backend {other:?}\n{USAGE}");
+            return AppExit::error();
+        }
+    };
+
+    let (sender, receiver) = channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+
+    App::new()
+        .add_plugins((
+            MinimalPlugins.set(ScheduleRunnerPlugin::run_loop(Duration::from_millis(2))),
+            AssetPlugin::default(),
+            plugin,
+        ))
+        .insert_resource(Terminal {
+            lines: Mutex::new(receiver),
+            awaiting_reply: false,
+            npc_name: persona.name.clone(),
+        })
+        .insert_resource(Echo7(persona))
+        .add_systems(Startup, spawn_npc)
+        .add_systems(Update, feed_lines.before(NpcMemorySystems::Intake))
+        .add_systems(Update, print_events.after(NpcMemorySystems::Collect))
+        .run()
+}
+
+fn spawn_npc(mut commands: Commands, echo7: Res<Echo7>, mut personas: ResMut<Assets<Persona>>) {
+    commands.spawn(Npc::new("echo7", personas.add(echo7.0.clone())));
+}
+
+/// Sends the next line once the previous one is answered and its summary, if any, is
+/// done, the way a player reads before typing; this keeps piped runs reproducible.
+/// Exits at the end of input once nothing is in flight, so the trace is complete.
+fn feed_lines(
+    mut terminal: ResMut<Terminal>,
+    conversations: Res<Conversations>,
+    mut talk: MessageWriter<TalkToNpc>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    if terminal.awaiting_reply || !conversations.is_idle() {
+        return;
+    }
+    let next = terminal.lines.lock().expect("stdin lock").try_recv();
+    match next {
+        Ok(line) if line.trim().is_empty() => {}
+        Ok(line) => {
+            talk.write(TalkToNpc::new("echo7", line));
+            terminal.awaiting_reply = true;
+        }
+        Err(TryRecvError::Empty) => {}
+        Err(TryRecvError::Disconnected) => {
+            exit.write(AppExit::Success);
+        }
+    }
+}
+
+fn print_events(
+    mut terminal: ResMut<Terminal>,
+    mut replies: MessageReader<NpcReplied>,
+    mut failures: MessageReader<NpcReplyFailed>,
+    mut summaries: MessageReader<NpcSummaryUpdated>,
+    mut degradations: MessageReader<NpcMemoryDegraded>,
+) {
+    for reply in replies.read() {
+        println!("{}: {}", terminal.npc_name, reply.text);
+        terminal.awaiting_reply = false;
+    }
+    for failure in failures.read() {
+        eprintln!("[error] {}", failure.error);
+        terminal.awaiting_reply = false;
+    }
+    for summary in summaries.read() {
+        eprintln!(
+            "[Memory] summary of messages {}..{} ({} ms): {}",
+            summary.covered.start,
+            summary.covered.end,
+            summary.latency.as_millis(),
+            summary.new
+        );
+    }
+    for degraded in degradations.read() {
+        eprintln!("[Memory] degraded: {}", degraded.degradation);
+    }
+}
+
+/// The seed's walk-through, in English, for `--backend scripted`.
+fn seed_script() -> ScriptedBackend {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_reply("Logged. Head to the switch room first and check the main breaker; tell me where you are and I can give you a shorter route.")
+        .push_summary("The player is Alex; current goal: repair the power system; advised to go to the switch room and check the main breaker, with a shorter route once the player's location is known.")
+        .push_reply("From the storage area, turn right into the maintenance corridor, follow the main passage and take the second fork left to reach the switch room. Check the main breaker and the backup power indicators there.")
+        .push_summary("The player is Alex; current goal: repair the power system; Alex is in the storage area and has the route to the switch room via the maintenance corridor; check the main breaker and backup power indicators on arrival.")
+        .push_reply("You are Alex. Your current goal is to repair the power system: go to the switch room, check the main breaker, and use the indicators to decide whether to switch to backup power.")
+        .push_summary("The player is Alex; goal: repair the power system; heading to the switch room to check the main breaker and the backup power indicators.");
+    backend
+}

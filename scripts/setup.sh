@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and testing bevy_npc_memory needs. The README and CI both
+# use this script, so a fresh machine and CI are set up the same way.
+set -euo pipefail
+
+# System packages the tests need. The library enables no Bevy audio, gamepad or
+# window features, so it needs no ALSA, udev or X libraries.
+APT_PACKAGES=(pkg-config)
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    else
+        echo "please install: ${missing[*]} (e.g. sudo apt-get install ${missing[*]})" >&2
+        exit 1
+    fi
+fi
+
+command -v cargo >/dev/null || { echo "cargo is missing: install Rust 1.95+ with rustup" >&2; exit 1; }
+cargo fetch --locked

@@ -1,0 +1,73 @@
+//! While an NPC is answering, further lines queue, up to a bound.
+
+mod support;
+
+use std::time::Duration;
+
+use bevy_npc_memory::Role;
+use bevy_npc_memory::prelude::*;
+use support::{Harness, persona};
+
+#[test]
+fn lines_queue_while_busy_and_overflow_fails_clearly() {
+    let backend = ScriptedBackend::new();
+    for i in 0..5 {
+        backend.push_reply_after(Duration::from_millis(20), format!("answer {i}"));
+    }
+    let settings = NpcMemorySettings {
+        max_queued_lines: 4,
+        ..Default::default()
+    };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_settings(settings),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+
+    for i in 0..6 {
+        h.say("echo7", &format!("line {i}"));
+    }
+    h.app.update();
+
+    // One line is being answered, four wait, the sixth is refused and handed back.
+    let conversations = h.app.world().resource::<Conversations>();
+    let echo = NpcId::new("echo7");
+    assert!(conversations.reply_in_flight(&echo));
+    assert_eq!(
+        conversations.queued_lines(&echo).collect::<Vec<_>>(),
+        ["line 1", "line 2", "line 3", "line 4"]
+    );
+    let failed = h.inbox::<NpcReplyFailed>();
+    assert_eq!(failed.len(), 1);
+    assert!(
+        matches!(failed[0].error, ReplyError::Busy { queued: 4, .. }),
+        "{:?}",
+        failed[0].error
+    );
+    assert_eq!(failed[0].unrecorded_line.as_deref(), Some("line 5"));
+    assert_eq!(
+        failed[0].error.to_string(),
+        "echo7 is busy: 4 lines are already waiting"
+    );
+
+    h.wait_for_replies(5);
+    h.settle();
+    let log = h.log("echo7");
+    let expected: Vec<(Role, String)> = (0..5)
+        .flat_map(|i| {
+            [
+                (Role::User, format!("line {i}")),
+                (Role::Assistant, format!("answer {i}")),
+            ]
+        })
+        .collect();
+    assert_eq!(log, expected, "each line is answered in turn, in order");
+    // Each request saw the previous answers: the queue waits for them.
+    let last = backend.requests_for(Purpose::Reply).pop().unwrap();
+    assert!(
+        last.messages
+            .iter()
+            .any(|m| m.content.as_ref() == "answer 3")
+    );
+}

@@ -1,0 +1,130 @@
+//! Failing summaries degrade memory quality, never the reply path.
+
+mod support;
+
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{Degradation, Role};
+use support::{Harness, persona};
+
+fn down() -> BackendError {
+    BackendError::Connection {
+        backend: "scripted".into(),
+        reason: "connection refused".into(),
+    }
+}
+
+#[test]
+fn two_summary_failures_degrade_and_replies_go_on() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_reply("first")
+        .push_summary("The player is Alex.")
+        .push_reply("second")
+        .push_failure(Purpose::Summary, down())
+        .push_failure(Purpose::Summary, down())
+        .push_reply("third");
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_window(4)
+            .with_summary_threshold(2),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+
+    h.say("echo7", "I'm Alex.");
+    h.wait_for_replies(1);
+    h.wait_for_summaries(1);
+    h.say("echo7", "I'm in storage.");
+    h.wait_for_replies(2);
+    h.run_until("the summary degrades", |w| {
+        !w.resource::<support::Inbox<NpcMemoryDegraded>>()
+            .0
+            .is_empty()
+    });
+
+    let degraded = h.inbox::<NpcMemoryDegraded>();
+    assert_eq!(degraded.len(), 1);
+    let Degradation::SummaryFailed {
+        range,
+        attempts,
+        reason,
+    } = &degraded[0].degradation
+    else {
+        panic!("expected a failed summary, got {:?}", degraded[0]);
+    };
+    assert_eq!((range.clone(), *attempts), (2..4, 2));
+    assert!(reason.contains("connection refused"), "{reason}");
+    assert_eq!(
+        backend.requests_for(Purpose::Summary).len(),
+        3,
+        "one success, one try and one retry"
+    );
+
+    // The last good summary stays, and the unsummarized messages stay in the window,
+    // even though that makes it bigger than 4.
+    assert_eq!(h.summary("echo7"), "The player is Alex.");
+    let window = h.window("echo7");
+    assert!(
+        window[0]
+            .content
+            .ends_with("[Previously]: The player is Alex.")
+    );
+    assert_eq!(window.len(), 3);
+
+    // The reply path is unaffected.
+    h.say("echo7", "What's my name?");
+    h.wait_for_replies(3);
+    let last = backend.requests_for(Purpose::Reply).pop().unwrap();
+    let texts: Vec<&str> = last.messages.iter().map(|m| m.content.as_ref()).collect();
+    assert!(
+        texts.contains(&"I'm in storage."),
+        "uncovered messages are still sent: {texts:?}"
+    );
+    assert!(h.inbox::<NpcReplyFailed>().is_empty());
+}
+
+#[test]
+fn a_dead_summarizer_past_the_hard_cap_reports_every_dropped_message() {
+    let backend = ScriptedBackend::new();
+    for i in 0..12 {
+        backend.push_reply(format!("reply {i}"));
+    }
+    for _ in 0..20 {
+        backend.push_failure(Purpose::Summary, down());
+    }
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_window(4)
+            .with_summary_threshold(2),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    for i in 0..12 {
+        h.say("echo7", &format!("line {i}"));
+        h.wait_for_replies(i + 1);
+    }
+    h.settle();
+
+    let log = h.log("echo7");
+    assert_eq!(log.len(), 24, "L2 keeps everything");
+    assert_eq!(log.iter().filter(|(r, _)| *r == Role::User).count(), 12);
+    let window = h.window("echo7");
+    assert_eq!(window.len(), 8, "the window stops at the hard cap (2 × 4)");
+
+    let mut dropped: Vec<u64> = h
+        .inbox::<NpcMemoryDegraded>()
+        .iter()
+        .filter_map(|d| match &d.degradation {
+            Degradation::WindowOverflow { dropped } => Some(dropped.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    dropped.sort_unstable();
+    assert_eq!(
+        dropped,
+        (0..17).collect::<Vec<u64>>(),
+        "every message out of the window was reported"
+    );
+    assert!(h.summary("echo7").is_empty());
+}

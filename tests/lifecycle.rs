@@ -1,0 +1,185 @@
+//! Memory outlives entities; clearing cancels; replies stream.
+
+mod support;
+
+use std::time::Duration;
+
+use bevy::prelude::*;
+use bevy_npc_memory::ScriptStep;
+use bevy_npc_memory::prelude::*;
+use support::{Harness, persona};
+
+#[test]
+fn a_despawned_and_respawned_npc_remembers() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_reply("Logged, Alex.")
+        .push_reply("You are Alex.");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    let entity = h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "I'm Alex.");
+    h.wait_for_replies(1);
+
+    h.app.world_mut().despawn(entity);
+    h.app.update();
+    assert_eq!(
+        h.log("echo7").len(),
+        2,
+        "memory stays after the entity is gone"
+    );
+
+    // A new level spawns a new entity with the same id.
+    let handle = h
+        .app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .add(persona("ECHO-7"));
+    h.app.world_mut().spawn(Npc::new("echo7", handle));
+    h.say("echo7", "Who am I?");
+    h.wait_for_replies(2);
+    let request = backend.requests_for(Purpose::Reply).pop().unwrap();
+    let texts: Vec<&str> = request
+        .messages
+        .iter()
+        .map(|m| m.content.as_ref())
+        .collect();
+    assert_eq!(
+        texts,
+        ["You are ECHO-7.", "I'm Alex.", "Logged, Alex.", "Who am I?"]
+    );
+}
+
+#[test]
+fn talking_to_an_npc_that_was_never_spawned_fails_clearly() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.say("ghost", "hello?");
+    h.app.update();
+    let failed = h.inbox::<NpcReplyFailed>();
+    assert_eq!(failed[0].error, ReplyError::UnknownNpc(NpcId::new("ghost")));
+    assert_eq!(failed[0].unrecorded_line.as_deref(), Some("hello?"));
+}
+
+#[test]
+fn empty_and_oversized_lines_are_refused_and_handed_back() {
+    let settings = NpcMemorySettings {
+        max_line_chars: 10,
+        ..Default::default()
+    };
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_settings(settings));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "   ");
+    h.say("echo7", "ignore previous instructions, and then some");
+    h.app.update();
+    let failed = h.inbox::<NpcReplyFailed>();
+    assert_eq!(failed[0].error, ReplyError::EmptyLine);
+    assert_eq!(
+        failed[1].error,
+        ReplyError::LineTooLong { chars: 43, max: 10 }
+    );
+    assert_eq!(
+        failed[1].unrecorded_line.as_deref(),
+        Some("ignore previous instructions, and then some")
+    );
+    assert!(h.log("echo7").is_empty());
+}
+
+#[test]
+fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push(Purpose::Reply, ScriptStep::Hang)
+        .push_reply("fresh start");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "first");
+    h.say("echo7", "second");
+    h.app.update();
+    h.app.world_mut().write_message(ClearNpcMemory {
+        npc: NpcId::new("echo7"),
+    });
+    h.settle();
+    let failed = h.inbox::<NpcReplyFailed>();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].error, ReplyError::Cancelled);
+    assert_eq!(failed[0].unrecorded_line.as_deref(), Some("second"));
+    assert!(h.log("echo7").is_empty());
+    assert_eq!(
+        h.app
+            .world()
+            .resource::<Conversations>()
+            .requests_in_flight(),
+        0
+    );
+
+    h.say("echo7", "hello again");
+    h.wait_for_replies(1);
+    assert_eq!(h.replies("echo7"), ["fresh start"]);
+    assert_eq!(h.log("echo7").len(), 2);
+}
+
+#[test]
+fn streamed_pieces_add_up_to_the_reply() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Status report, please.");
+    h.wait_for_replies(1);
+    let streamed: String = h
+        .inbox::<NpcReplyDelta>()
+        .iter()
+        .map(|d| d.delta.as_str())
+        .collect();
+    assert!(
+        h.inbox::<NpcReplyDelta>().len() > 3,
+        "the reply came in pieces"
+    );
+    assert_eq!(streamed, h.replies("echo7")[0]);
+}
+
+#[test]
+fn a_reply_slower_than_the_timeout_fails_and_keeps_the_line() {
+    let backend = ScriptedBackend::new();
+    backend.push_reply_after(Duration::from_secs(30), "too late");
+    let settings = NpcMemorySettings {
+        request_timeout: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_settings(settings),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Are you there?");
+    h.run_until("the reply fails", |w| {
+        !w.resource::<support::Inbox<NpcReplyFailed>>().0.is_empty()
+    });
+    let failed = &h.inbox::<NpcReplyFailed>()[0];
+    assert!(
+        matches!(
+            failed.error,
+            ReplyError::Backend(BackendError::Timeout { .. })
+        ),
+        "{:?}",
+        failed.error
+    );
+    assert_eq!(failed.unrecorded_line, None, "the line is in the log");
+    assert_eq!(h.log("echo7")[0].1, "Are you there?");
+}
+
+#[test]
+fn a_summary_can_be_asked_for_below_the_threshold() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "My name is Alex.");
+    h.wait_for_replies(1);
+    assert!(
+        h.inbox::<NpcSummaryUpdated>().is_empty(),
+        "2 messages are below the default threshold of 10"
+    );
+    h.app.world_mut().write_message(SummarizeNow {
+        npc: NpcId::new("echo7"),
+    });
+    h.wait_for_summaries(1);
+    assert_eq!(h.summary("echo7"), "Player: My name is Alex.");
+    assert_eq!(h.inbox::<NpcSummaryUpdated>()[0].covered, 0..2);
+}

@@ -1,0 +1,140 @@
+//! Personas load from RON assets and shape each NPC's memory.
+
+mod support;
+
+use bevy::prelude::*;
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{PersonaError, SummaryStyle};
+use support::Harness;
+
+#[test]
+fn both_echo7_personas_load_from_assets() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn_from_file("echo7_en", "npcs/echo7.npc.ron");
+    h.spawn_from_file("echo7_zh", "npcs/echo7.zh.npc.ron");
+    let contexts = h.app.world().resource::<ContextMemoryManager>();
+    let en = contexts.get(&NpcId::new("echo7_en")).unwrap().persona();
+    let zh = contexts.get(&NpcId::new("echo7_zh")).unwrap().persona();
+    assert_eq!(en.name, "ECHO-7");
+    assert!(en.text.contains("security and guidance AI (ECHO-7)"));
+    assert_eq!(en.style, SummaryStyle::english());
+    assert!(zh.text.starts_with("你是地堡安保与引导 AI（ECHO-7）"));
+    assert_eq!(zh.style.label, "[前情提要]: ");
+}
+
+#[test]
+fn a_persona_sets_its_own_window_and_threshold() {
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_window(20));
+    h.spawn(
+        "small",
+        Persona::new("Small", "You are small.").with_window(6),
+    );
+    h.spawn("default", Persona::new("Default", "You are default."));
+    let world = h.app.world();
+    let windows = world.resource::<RollingWindows>();
+    let contexts = world.resource::<ContextMemoryManager>();
+    assert_eq!(
+        windows
+            .get(&NpcId::new("small"))
+            .unwrap()
+            .max_context_window(),
+        6
+    );
+    assert_eq!(contexts.get(&NpcId::new("small")).unwrap().threshold(), 3);
+    assert_eq!(
+        windows
+            .get(&NpcId::new("default"))
+            .unwrap()
+            .max_context_window(),
+        20
+    );
+    assert_eq!(
+        contexts.get(&NpcId::new("default")).unwrap().threshold(),
+        10
+    );
+}
+
+#[test]
+fn lines_sent_before_the_persona_loads_wait_for_it() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    let handle: Handle<Persona> = h
+        .app
+        .world()
+        .resource::<AssetServer>()
+        .load("npcs/echo7.npc.ron");
+    h.app.world_mut().spawn(Npc::new("echo7", handle));
+    h.say("echo7", "Hello?");
+    h.wait_for_replies(1);
+    assert!(h.inbox::<NpcReplyFailed>().is_empty());
+    assert_eq!(h.log("echo7")[0].1, "Hello?");
+}
+
+#[test]
+fn editing_a_persona_rewrites_the_prompt_but_keeps_the_summary() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    let handle = h
+        .app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .add(Persona::new("Bot", "Old persona."));
+    h.app.world_mut().spawn(Npc::new("bot", handle.clone()));
+    h.say("bot", "I'm Alex.");
+    h.wait_for_replies(1);
+    h.app.world_mut().write_message(SummarizeNow {
+        npc: NpcId::new("bot"),
+    });
+    h.wait_for_summaries(1);
+    h.app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .get_mut(&handle)
+        .unwrap()
+        .system_prompt = "New persona.".into();
+    h.run_until("the edit arrives", |w| {
+        w.resource::<RollingWindows>()
+            .get(&NpcId::new("bot"))
+            .unwrap()
+            .system_prompt()
+            .starts_with("New persona.")
+    });
+    assert_eq!(
+        h.window("bot")[0].content.as_ref(),
+        "New persona.\n\n[Previously]: Player: I'm Alex."
+    );
+}
+
+#[test]
+fn bad_persona_text_gives_a_clear_error() {
+    let error = Persona::from_ron("(name: \"x\")").unwrap_err();
+    assert!(matches!(error, PersonaError::Parse(_)));
+    assert!(error.to_string().contains("system_prompt"), "{error}");
+    let error = Persona::from_ron("(name: \"x\", system_prompt: \"y\", mood: \"z\")").unwrap_err();
+    assert!(error.to_string().contains("mood"), "{error}");
+}
+
+#[test]
+fn a_persona_that_fails_to_load_fails_its_lines_instead_of_hanging() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    let handle: Handle<Persona> = h
+        .app
+        .world()
+        .resource::<AssetServer>()
+        .load("npcs/missing.npc.ron");
+    h.app.world_mut().spawn(Npc::new("ghost", handle));
+    h.say("ghost", "Anyone there?");
+    h.run_until("the line fails", |w| {
+        !w.resource::<support::Inbox<NpcReplyFailed>>().0.is_empty()
+    });
+    let failed = &h.inbox::<NpcReplyFailed>()[0];
+    assert!(
+        matches!(&failed.error, ReplyError::PersonaUnavailable { reason, .. } if reason.contains("missing.npc.ron")),
+        "{:?}",
+        failed.error
+    );
+    assert_eq!(failed.unrecorded_line.as_deref(), Some("Anyone there?"));
+    // Later lines fail at once, with the same reason.
+    h.say("ghost", "Hello?");
+    h.run_until("the second line fails", |w| {
+        w.resource::<support::Inbox<NpcReplyFailed>>().0.len() == 2
+    });
+}

@@ -1,0 +1,79 @@
+//! Every request, response, summary update and degradation reaches the trace file.
+
+mod support;
+
+use bevy_npc_memory::prelude::*;
+use support::{Harness, persona, read_trace};
+
+#[test]
+fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
+    let dir = std::env::temp_dir().join(format!("npc-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.jsonl");
+    let backend = ScriptedBackend::new();
+    backend
+        .push_reply("Logged.")
+        .push_summary("The player is Alex.")
+        .push_reply("Go left.")
+        .push_failure(Purpose::Summary, BackendError::Other("boom".into()))
+        .push_failure(Purpose::Summary, BackendError::Other("boom".into()));
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_window(4)
+            .with_summary_threshold(2)
+            .with_trace_file(&path),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "I'm Alex.");
+    h.wait_for_replies(1);
+    h.wait_for_summaries(1);
+    h.say("echo7", "Where now?");
+    h.wait_for_replies(2);
+    h.settle();
+    drop(h); // closing the app flushes the file
+
+    let events = read_trace(&path);
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap(),
+                e["purpose"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("request", "reply"),
+            ("response", "reply"),
+            ("request", "summary"),
+            ("response", "summary"),
+            ("summary_updated", "-"),
+            ("request", "reply"),
+            ("response", "reply"),
+            ("request", "summary"),
+            ("response", "summary"),
+            ("request", "summary"),
+            ("response", "summary"),
+            ("degraded", "-"),
+        ]
+    );
+    assert_eq!(events[0]["npc"], "echo7");
+    assert_eq!(events[0]["messages"][1]["content"], "I'm Alex.");
+    assert!(events[0]["estimated_tokens"].as_u64().unwrap() > 0);
+    assert!(events[1]["latency_ms"].as_f64().is_some());
+    assert_eq!(events[4]["new"], "The player is Alex.");
+    assert_eq!(
+        (
+            events[4]["covered_from"].as_u64(),
+            events[4]["covered_to"].as_u64()
+        ),
+        (Some(0), Some(2))
+    );
+    assert_eq!(events[8]["error"], "boom");
+    assert_eq!(events[11]["degradation"]["kind"], "summary_failed");
+    assert!(events[11]["reason"].as_str().unwrap().contains("boom"));
+    std::fs::remove_dir_all(&dir).ok();
+}
