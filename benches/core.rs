@@ -20,7 +20,7 @@ fn memory_with_log(window: usize, messages: usize) -> NpcMemory {
     let mut memory = NpcMemory::new(persona, &MemoryConfig::with_window(window));
     let mut layers = memory.layers();
     for i in 0..messages {
-        let role = if i % 2 == 0 {
+        let role = if i.is_multiple_of(2) {
             Role::User
         } else {
             Role::Assistant
@@ -51,7 +51,7 @@ fn per_message(c: &mut Criterion) {
             let mut i = 0u64;
             b.iter(|| {
                 i += 1;
-                let role = if i % 2 == 0 {
+                let role = if i.is_multiple_of(2) {
                     Role::User
                 } else {
                     Role::Assistant

@@ -4,7 +4,7 @@ mod support;
 
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{Degradation, Role};
-use support::{Harness, persona};
+use support::{Harness, persona, seed_sized};
 
 fn down() -> BackendError {
     BackendError::Connection {
@@ -23,12 +23,7 @@ fn two_summary_failures_degrade_and_replies_go_on() {
         .push_failure(Purpose::Summary, down())
         .push_failure(Purpose::Summary, down())
         .push_reply("third");
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default()
-            .with_backend(backend.clone())
-            .with_window(4)
-            .with_summary_threshold(2),
-    );
+    let mut h = Harness::new(seed_sized(backend.clone()));
     h.spawn("echo7", persona("ECHO-7"));
 
     h.say("echo7", "I'm Alex.");
@@ -92,12 +87,7 @@ fn a_dead_summarizer_past_the_hard_cap_reports_every_dropped_message() {
     for _ in 0..20 {
         backend.push_failure(Purpose::Summary, down());
     }
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default()
-            .with_backend(backend)
-            .with_window(4)
-            .with_summary_threshold(2),
-    );
+    let mut h = Harness::new(seed_sized(backend));
     h.spawn("echo7", persona("ECHO-7"));
     for i in 0..12 {
         h.say("echo7", &format!("line {i}"));

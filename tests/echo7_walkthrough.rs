@@ -5,7 +5,7 @@ mod support;
 
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{ChatRequest, PromptMessage, SummaryStyle};
-use support::Harness;
+use support::{Harness, seed_sized};
 
 const PERSONA: &str = "你是地堡安保与引导 AI（ECHO-7）。语气专业简洁；优先给出可执行的下一步建议；不要编造不存在的系统状态。";
 
@@ -42,12 +42,7 @@ fn echo7_remembers_alex_after_the_introduction_leaves_the_window() {
         .push_summary(SUMMARY_2)
         .push_reply(AI_6)
         .push_summary(SUMMARY_3);
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default()
-            .with_backend(backend.clone())
-            .with_window(4)
-            .with_summary_threshold(2),
-    );
+    let mut h = Harness::new(seed_sized(backend.clone()));
     h.spawn_from_file("echo7", "npcs/echo7.zh.npc.ron");
     let zh = SummaryStyle::chinese();
 

@@ -65,7 +65,7 @@ fn two_npcs_talking_at_once_never_share_memory() {
 fn a_slow_npc_does_not_hold_up_a_fast_one() {
     let backend = ScriptedBackend::new();
     backend
-        .push_reply_after(Duration::from_millis(300), "slow answer")
+        .push_reply_after(Duration::from_millis(1000), "slow answer")
         .push_reply("fast answer");
     let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
     h.spawn("slow", persona("Slow"));

@@ -183,3 +183,20 @@ fn a_summary_can_be_asked_for_below_the_threshold() {
     assert_eq!(h.summary("echo7"), "Player: My name is Alex.");
     assert_eq!(h.inbox::<NpcSummaryUpdated>()[0].covered, 0..2);
 }
+
+#[test]
+fn requests_can_run_on_the_games_own_tokio_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("game-runtime")
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_runtime(runtime.handle().clone()));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Hello.");
+    h.wait_for_replies(1);
+    assert_eq!(h.log("echo7").len(), 2);
+    drop(h); // the plugin leaves a borrowed runtime running
+    assert_eq!(runtime.block_on(async { 7 }), 7);
+}

@@ -3,7 +3,7 @@
 mod support;
 
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona, read_trace};
+use support::{Harness, persona, read_trace, seed_sized};
 
 #[test]
 fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
@@ -17,13 +17,7 @@ fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
         .push_reply("Go left.")
         .push_failure(Purpose::Summary, BackendError::Other("boom".into()))
         .push_failure(Purpose::Summary, BackendError::Other("boom".into()));
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default()
-            .with_backend(backend)
-            .with_window(4)
-            .with_summary_threshold(2)
-            .with_trace_file(&path),
-    );
+    let mut h = Harness::new(seed_sized(backend).with_trace_file(&path));
     h.spawn("echo7", persona("ECHO-7"));
     h.say("echo7", "I'm Alex.");
     h.wait_for_replies(1);

@@ -77,8 +77,7 @@ fn offline_echo7_remembers_alex_after_the_introduction_left_the_window() {
     let events = read_trace(&trace);
     let last_reply_request = events
         .iter()
-        .filter(|e| e["event"] == "request" && e["purpose"] == "reply")
-        .last()
+        .rfind(|e| e["event"] == "request" && e["purpose"] == "reply")
         .unwrap();
     let messages = last_reply_request["messages"].as_array().unwrap();
     assert!(

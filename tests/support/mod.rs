@@ -147,6 +147,14 @@ fn add_inbox<M: Message + Clone>(app: &mut App) {
         .add_systems(Update, collect::<M>.after(NpcMemorySystems::Collect));
 }
 
+/// The plugin sized as in the seed's walk-through: window 4, threshold 2.
+pub fn seed_sized(backend: impl ChatBackend) -> NpcMemoryPlugin {
+    NpcMemoryPlugin::default()
+        .with_backend(backend)
+        .with_window(4)
+        .with_summary_threshold(2)
+}
+
 /// A persona for tests that do not care about wording.
 pub fn persona(name: &str) -> Persona {
     Persona::new(name, format!("You are {name}."))
