@@ -97,7 +97,7 @@ pub mod prelude {
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, Npc, NpcMemoryDegraded,
         NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcSummaryUpdated, Persona, ReplyError, RollingWindows, SummarizeNow,
-        TalkToNpc,
+        NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory, ReplyError,
+        RollingWindows, SummarizeNow, TalkToNpc,
     };
 }

@@ -200,3 +200,47 @@ fn requests_can_run_on_the_games_own_tokio_runtime() {
     drop(h); // the plugin leaves a borrowed runtime running
     assert_eq!(runtime.block_on(async { 7 }), 7);
 }
+
+#[test]
+fn the_window_and_threshold_change_live() {
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_window(20));
+    h.spawn("echo7", persona("ECHO-7"));
+    for i in 0..3 {
+        h.say("echo7", &format!("line {i}"));
+        h.wait_for_replies(i + 1);
+    }
+    assert_eq!(
+        h.window("echo7").len(),
+        7,
+        "all six messages fit a window of 20"
+    );
+    assert!(h.inbox::<NpcSummaryUpdated>().is_empty());
+
+    h.app.world_mut().write_message(ReconfigureNpcMemory {
+        npc: NpcId::new("echo7"),
+        config: MemoryConfig {
+            summary_threshold: Some(2),
+            ..MemoryConfig::with_window(4)
+        },
+    });
+    // Six uncovered messages reach the new threshold at once; once summarized, the
+    // window shrinks to the new size.
+    h.wait_for_summaries(1);
+    h.settle();
+    assert_eq!(h.inbox::<NpcSummaryUpdated>()[0].covered, 0..6);
+    let window = h.window("echo7");
+    assert!(window.len() <= 4, "{window:?}");
+    assert!(
+        window[0].content.contains("line 0"),
+        "the summary keeps what left the window"
+    );
+    let world = h.app.world();
+    assert_eq!(
+        world
+            .resource::<ContextMemoryManager>()
+            .get(&NpcId::new("echo7"))
+            .unwrap()
+            .threshold(),
+        2
+    );
+}

@@ -16,8 +16,8 @@ use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
 use crate::llm::{BackendError, ChatRequest, ChatResponse, Purpose, ReplyInput, RequestKind};
 use crate::memory::{
-    Degradation, NpcId, Role, SummaryJob, SummaryJobId, SummaryOutcome, estimate_prompt_tokens,
-    estimate_tokens,
+    Degradation, MemoryConfig, NpcId, Role, SummaryJob, SummaryJobId, SummaryOutcome,
+    estimate_prompt_tokens, estimate_tokens,
 };
 
 /// What each NPC is doing right now: the requests in flight and the lines waiting.
@@ -25,6 +25,7 @@ use crate::memory::{
 pub struct Conversations {
     npcs: HashMap<NpcId, Conversation>,
     in_flight: usize,
+    queued: usize,
 }
 
 #[derive(Default, Debug)]
@@ -58,9 +59,35 @@ impl Conversations {
         self.in_flight
     }
 
+    /// Player lines waiting over all NPCs.
+    pub fn lines_waiting(&self) -> usize {
+        self.queued
+    }
+
     /// Whether no request is in flight and no line waits, for any NPC.
     pub fn is_idle(&self) -> bool {
-        self.in_flight == 0 && self.npcs.values().all(|c| c.queued.is_empty())
+        self.in_flight == 0 && self.queued == 0
+    }
+
+    fn enqueue(&mut self, npc: &NpcId, line: String) {
+        self.entry(npc).queued.push_back(line);
+        self.queued += 1;
+    }
+
+    fn dequeue(&mut self, npc: &NpcId) -> Option<String> {
+        let line = self.npcs.get_mut(npc)?.queued.pop_front()?;
+        self.queued -= 1;
+        Some(line)
+    }
+
+    fn drain_queue(&mut self, npc: &NpcId) -> VecDeque<String> {
+        let lines = self
+            .npcs
+            .get_mut(npc)
+            .map(|c| std::mem::take(&mut c.queued))
+            .unwrap_or_default();
+        self.queued -= lines.len();
+        lines
     }
 
     fn entry(&mut self, npc: &NpcId) -> &mut Conversation {
@@ -169,7 +196,7 @@ impl Pipeline<'_> {
                 text,
             );
         }
-        conversation.queued.push_back(text);
+        self.conversations.enqueue(npc, text);
     }
 
     fn reject(&mut self, npc: &NpcId, error: ReplyError, line: String) {
@@ -185,11 +212,10 @@ impl Pipeline<'_> {
         if self.layers.get_mut(npc).is_none() {
             return;
         }
-        let conversation = self.conversations.entry(npc);
-        if conversation.reply.is_some() {
+        if self.conversations.reply_in_flight(npc) {
             return;
         }
-        if let Some(text) = conversation.queued.pop_front() {
+        if let Some(text) = self.conversations.dequeue(npc) {
             self.start_reply(npc, text);
         }
     }
@@ -365,18 +391,26 @@ impl Pipeline<'_> {
     fn clear(&mut self, npc: &NpcId) {
         if let Some(conversation) = self.conversations.npcs.get_mut(npc) {
             let tickets = [conversation.reply.take(), conversation.summary.take()];
-            let queued = std::mem::take(&mut conversation.queued);
             for ticket in tickets.into_iter().flatten() {
                 ticket.cancel();
                 self.conversations.in_flight -= 1;
             }
-            for line in queued {
-                self.reject(npc, ReplyError::Cancelled, line);
-            }
+        }
+        for line in self.conversations.drain_queue(npc) {
+            self.reject(npc, ReplyError::Cancelled, line);
         }
         if let Some(mut layers) = self.layers.get_mut(npc) {
             layers.clear();
         }
+    }
+
+    fn reconfigure(&mut self, npc: &NpcId, config: &MemoryConfig) {
+        let Some(mut layers) = self.layers.get_mut(npc) else {
+            return;
+        };
+        let overflow = layers.reconfigure(config);
+        self.report_overflow(npc, overflow);
+        self.start_summary(npc);
     }
 
     fn summarize_now(&mut self, npc: &NpcId) {
@@ -392,8 +426,7 @@ impl Pipeline<'_> {
         if self.layers.get_mut(npc).is_some() {
             return;
         }
-        let queued = std::mem::take(&mut self.conversations.entry(npc).queued);
-        for line in queued {
+        for line in self.conversations.drain_queue(npc) {
             let error = ReplyError::PersonaUnavailable {
                 npc: npc.clone(),
                 reason: reason.to_owned(),
@@ -466,7 +499,11 @@ pub(crate) fn take_requests(
     mut talk: MessageReader<TalkToNpc>,
     mut clear: MessageReader<ClearNpcMemory>,
     mut summarize: MessageReader<SummarizeNow>,
+    mut reconfigure: MessageReader<ReconfigureNpcMemory>,
 ) {
+    for ReconfigureNpcMemory { npc, config } in reconfigure.read() {
+        pipeline.reconfigure(npc, config);
+    }
     for ClearNpcMemory { npc } in clear.read() {
         pipeline.clear(npc);
     }

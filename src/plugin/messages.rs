@@ -7,7 +7,7 @@ use std::time::Duration;
 use bevy::prelude::*;
 
 use crate::llm::BackendError;
-use crate::memory::{Degradation, LogIndex, NpcId, SummaryTrigger};
+use crate::memory::{Degradation, LogIndex, MemoryConfig, NpcId, SummaryTrigger};
 
 /// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`.
 ///
@@ -45,6 +45,18 @@ pub struct ClearNpcMemory {
 pub struct SummarizeNow {
     /// Whose memory.
     pub npc: NpcId,
+}
+
+/// Changes one NPC's window, threshold and limits while the game runs, e.g. from a
+/// debug panel. The window shrinks at once, but uncovered messages stay until a
+/// summary covers them; a lower threshold may start a summary right away. A persona
+/// that sets its own sizes applies them again when it is edited or respawned.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct ReconfigureNpcMemory {
+    /// Whose memory.
+    pub npc: NpcId,
+    /// The new sizes.
+    pub config: MemoryConfig,
 }
 
 /// An NPC answered. The reply is already in its log and window.
@@ -153,6 +165,7 @@ pub(crate) fn plugin(app: &mut App) {
     app.add_message::<TalkToNpc>()
         .add_message::<ClearNpcMemory>()
         .add_message::<SummarizeNow>()
+        .add_message::<ReconfigureNpcMemory>()
         .add_message::<NpcReplied>()
         .add_message::<NpcReplyDelta>()
         .add_message::<NpcReplyFailed>()

@@ -17,7 +17,7 @@ pub use conversation::Conversations;
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 pub use messages::{
     ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
-    NpcSummaryUpdated, ReplyError, SummarizeNow, TalkToNpc,
+    NpcSummaryUpdated, ReconfigureNpcMemory, ReplyError, SummarizeNow, TalkToNpc,
 };
 pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;
@@ -32,7 +32,8 @@ use crate::llm::{ChatBackend, OfflineBackend};
 pub enum NpcMemorySystems {
     /// Personas that were spawned, loaded or edited reach their NPC's memory.
     Personas,
-    /// Player lines, clears and summary requests are taken; requests start.
+    /// Player lines, clears, reconfigurations and summary requests are taken;
+    /// requests start.
     Intake,
     /// Finished requests come back: replies and summaries enter memory.
     Collect,
