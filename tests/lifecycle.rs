@@ -244,3 +244,36 @@ fn the_window_and_threshold_change_live() {
         2
     );
 }
+
+#[test]
+fn summaries_can_use_their_own_backend() {
+    let replies = ScriptedBackend::new();
+    replies.push_reply("Logged.");
+    let summaries = ScriptedBackend::new();
+    summaries.push_summary("The player is Alex.");
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(replies.clone())
+            .with_summary_backend(summaries.clone())
+            .with_window(4)
+            .with_summary_threshold(2),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "I'm Alex.");
+    h.wait_for_summaries(1);
+    assert_eq!(replies.requests().len(), 1);
+    assert!(
+        replies
+            .requests()
+            .iter()
+            .all(|r| r.purpose() == Purpose::Reply)
+    );
+    assert_eq!(summaries.requests().len(), 1);
+    assert!(
+        summaries
+            .requests()
+            .iter()
+            .all(|r| r.purpose() == Purpose::Summary)
+    );
+    assert_eq!(h.summary("echo7"), "The player is Alex.");
+}

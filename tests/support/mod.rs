@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_npc_memory::PromptMessage;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{PromptMessage, TelemetryEvent};
 
 /// Messages of one type the plugin wrote, kept for assertions.
 #[derive(Resource)]
@@ -167,9 +167,4 @@ pub fn read_trace(path: &std::path::Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|line| serde_json::from_str(line).expect("each trace line is JSON"))
         .collect()
-}
-
-#[allow(unused)]
-fn _assert_event_is_serializable(event: TelemetryEvent) -> serde_json::Value {
-    serde_json::to_value(event).unwrap()
 }
