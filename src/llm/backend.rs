@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -25,9 +26,9 @@ pub trait ChatBackend: Send + Sync + 'static {
     /// a secret.
     fn name(&self) -> &str;
 
-    /// Starts a request. Replies may stream their text through `deltas` as it is
+    /// Starts a request. Replies may stream their text through `progress` as it is
     /// produced; the final [`ChatResponse`] always carries the whole text.
-    fn complete(&self, request: ChatRequest, deltas: DeltaSink) -> BackendFuture;
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture;
 }
 
 /// What a request is for.
@@ -174,52 +175,73 @@ pub enum BackendError {
     Other(String),
 }
 
-/// Where a backend streams the pieces of a reply as they are produced.
+/// How a backend reports on a request while it runs: streamed pieces of a reply,
+/// and retries.
 ///
-/// The plugin turns each piece into an `NpcReplyDelta` message so a UI can typewrite.
-/// Backends that cannot stream simply never call [`DeltaSink::send`].
+/// The plugin turns each piece into an `NpcReplyDelta` message so a UI can typewrite,
+/// and counts retries in its usage figures. Backends that cannot stream never call
+/// [`Progress::delta`].
 #[derive(Clone, Default)]
-pub struct DeltaSink(Option<Arc<DeltaFn>>);
+pub struct Progress {
+    on_delta: Option<Arc<DeltaFn>>,
+    retries: Arc<AtomicU32>,
+}
 
 type DeltaFn = dyn Fn(&str) + Send + Sync;
 
-impl DeltaSink {
-    /// A sink that forwards every piece to `on_delta`.
-    pub fn new(on_delta: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(on_delta)))
-    }
-
-    /// A sink that drops everything, for requests nobody watches.
-    pub fn discard() -> Self {
-        Self(None)
-    }
-
-    /// Passes on one piece of the reply. Empty pieces are skipped.
-    pub fn send(&self, delta: &str) {
-        if let Some(on_delta) = &self.0
-            && !delta.is_empty()
-        {
-            on_delta(delta);
+impl Progress {
+    /// Progress that forwards every piece of the reply to `on_delta`.
+    pub fn streaming(on_delta: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self {
+            on_delta: Some(Arc::new(on_delta)),
+            retries: Arc::default(),
         }
     }
 
-    /// Whether anybody listens, so a backend can skip streaming work when nobody does.
-    pub fn is_active(&self) -> bool {
-        self.0.is_some()
+    /// Progress that nobody streams from, such as a summary's.
+    pub fn silent() -> Self {
+        Self::default()
+    }
+
+    /// Passes on the next piece of the reply. Empty pieces are skipped.
+    pub fn delta(&self, piece: &str) {
+        if let Some(on_delta) = &self.on_delta
+            && !piece.is_empty()
+        {
+            on_delta(piece);
+        }
+    }
+
+    /// Whether anybody listens to pieces, so a backend can skip streaming work.
+    pub fn is_streaming(&self) -> bool {
+        self.on_delta.is_some()
+    }
+
+    /// Records that the backend is about to try the request again.
+    pub fn retrying(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Retries recorded so far.
+    pub fn retries(&self) -> u32 {
+        self.retries.load(Ordering::Relaxed)
     }
 }
 
-impl fmt::Debug for DeltaSink {
+impl fmt::Debug for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("DeltaSink").field(&self.is_active()).finish()
+        f.debug_struct("Progress")
+            .field("streaming", &self.is_streaming())
+            .field("retries", &self.retries())
+            .finish()
     }
 }
 
-/// Sends `text` to `deltas` in word-sized pieces, for backends whose whole answer is
-/// ready at once but whose callers expect a stream.
-pub fn stream_words(text: &str, deltas: &DeltaSink) {
-    if deltas.is_active() {
+/// Streams `text` in word-sized pieces, for backends whose whole answer is ready at
+/// once but whose callers expect a stream.
+pub fn stream_words(text: &str, progress: &Progress) {
+    if progress.is_streaming() {
         text.split_inclusive(' ')
-            .for_each(|piece| deltas.send(piece));
+            .for_each(|piece| progress.delta(piece));
     }
 }

@@ -5,7 +5,7 @@ mod offline;
 mod scripted;
 
 pub use backend::{
-    BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, DeltaSink, Purpose,
+    BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ReplyInput, RequestKind, TokenUsage, stream_words,
 };
 pub use offline::OfflineBackend;

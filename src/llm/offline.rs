@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::backend::{
-    BackendFuture, ChatBackend, ChatRequest, ChatResponse, DeltaSink, ReplyInput, RequestKind,
+    BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, ReplyInput, RequestKind,
     stream_words,
 };
 use crate::memory::{Role, SummaryInput};
@@ -94,11 +94,11 @@ impl ChatBackend for OfflineBackend {
         "offline"
     }
 
-    fn complete(&self, request: ChatRequest, deltas: DeltaSink) -> BackendFuture {
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
         let text = match &request.kind {
             RequestKind::Reply(input) => {
                 let text = Self::reply_text(&request, input);
-                stream_words(&text, &deltas);
+                stream_words(&text, &progress);
                 text
             }
             RequestKind::Summary(input) => self.digest(input),

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::backend::{
-    BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, DeltaSink, Purpose,
+    BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     stream_words,
 };
 
@@ -154,7 +154,7 @@ impl ChatBackend for ScriptedBackend {
         "scripted"
     }
 
-    fn complete(&self, request: ChatRequest, deltas: DeltaSink) -> BackendFuture {
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
         let purpose = request.purpose();
         let step = {
             let mut script = self.lock();
@@ -166,7 +166,7 @@ impl ChatBackend for ScriptedBackend {
                 Some(ScriptStep::Reply { text, delay }) => {
                     tokio::time::sleep(delay).await;
                     if purpose == Purpose::Reply {
-                        stream_words(&text, &deltas);
+                        stream_words(&text, &progress);
                     }
                     Ok(ChatResponse::text(text))
                 }

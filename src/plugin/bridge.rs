@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use tokio::runtime::{Handle, Runtime};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::AbortHandle;
 
-use crate::llm::{BackendError, ChatBackend, ChatRequest, ChatResponse, DeltaSink, Purpose};
+use crate::llm::{BackendError, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose};
 use crate::memory::{NpcId, SummaryJobId};
 
 /// Identifies one backend request, so results of cancelled requests are recognised.
@@ -36,13 +37,17 @@ pub(crate) enum TaskEvent {
         task: TaskId,
         text: String,
     },
-    Done {
-        npc: NpcId,
-        task: TaskId,
-        summary_job: Option<SummaryJobId>,
-        result: Result<ChatResponse, BackendError>,
-        latency: Duration,
-    },
+    Done(Finished),
+}
+
+/// A request that finished, successfully or not.
+pub(crate) struct Finished {
+    pub(crate) npc: NpcId,
+    pub(crate) task: TaskId,
+    pub(crate) summary_job: Option<SummaryJobId>,
+    pub(crate) result: Result<ChatResponse, BackendError>,
+    pub(crate) latency: Duration,
+    pub(crate) retries: u32,
 }
 
 enum RuntimeSource {
@@ -60,6 +65,7 @@ pub(crate) struct LlmBridge {
     reply_backend: Arc<dyn ChatBackend>,
     summary_backend: Arc<dyn ChatBackend>,
     timeout: Duration,
+    slots: Arc<Semaphore>,
     next_task: u64,
 }
 
@@ -69,6 +75,7 @@ impl LlmBridge {
         reply_backend: Arc<dyn ChatBackend>,
         summary_backend: Arc<dyn ChatBackend>,
         timeout: Duration,
+        max_concurrent_requests: usize,
     ) -> Self {
         let (source, handle) = match handle {
             Some(handle) => (RuntimeSource::Borrowed, handle),
@@ -94,6 +101,7 @@ impl LlmBridge {
             reply_backend,
             summary_backend,
             timeout,
+            slots: Arc::new(Semaphore::new(max_concurrent_requests.max(1))),
             next_task: 0,
         }
     }
@@ -109,7 +117,8 @@ impl LlmBridge {
         }
     }
 
-    /// Starts a request on the runtime and returns at once.
+    /// Starts a request on the runtime and returns at once. The request waits for
+    /// a slot under the global concurrency cap before its timeout starts.
     pub(crate) fn spawn(
         &mut self,
         request: ChatRequest,
@@ -119,11 +128,11 @@ impl LlmBridge {
         self.next_task += 1;
         let npc = request.npc.clone();
         let purpose = request.purpose();
-        let deltas = match purpose {
+        let progress = match purpose {
             Purpose::Reply => {
                 let sender = self.sender.clone();
                 let npc = npc.clone();
-                DeltaSink::new(move |text| {
+                Progress::streaming(move |text| {
                     let _ = sender.send(TaskEvent::Delta {
                         npc: npc.clone(),
                         task,
@@ -131,29 +140,33 @@ impl LlmBridge {
                     });
                 })
             }
-            Purpose::Summary => DeltaSink::discard(),
+            Purpose::Summary => Progress::silent(),
         };
         let backend = self.backend(purpose).clone();
         let timeout = self.timeout;
         let sender = self.sender.clone();
+        let slots = self.slots.clone();
         let join = self.handle.spawn(async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _slot = slots.acquire_owned().await;
             let started = Instant::now();
-            let result =
-                match tokio::time::timeout(timeout, backend.complete(request, deltas)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(BackendError::Timeout {
-                        backend: backend.name().to_owned(),
-                        after: timeout,
-                    }),
-                };
+            let call = backend.complete(request, progress.clone());
+            let result = match tokio::time::timeout(timeout, call).await {
+                Ok(result) => result,
+                Err(_) => Err(BackendError::Timeout {
+                    backend: backend.name().to_owned(),
+                    after: timeout,
+                }),
+            };
             // The receiver only goes away with the app; nothing is left to tell then.
-            let _ = sender.send(TaskEvent::Done {
+            let _ = sender.send(TaskEvent::Done(Finished {
                 npc,
                 task,
                 summary_job,
                 result,
                 latency: started.elapsed(),
-            });
+                retries: progress.retries(),
+            }));
         });
         Ticket {
             id: task,

@@ -5,15 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bevy::asset::AssetLoadFailedEvent;
+use bevy::diagnostic::Diagnostics;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
-use super::bridge::{LlmBridge, TaskEvent, TaskId, Ticket};
+use super::bridge::{Finished, LlmBridge, TaskEvent, TaskId, Ticket};
 use super::layers::Layers;
 use super::messages::*;
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
+use super::usage::{LlmUsage, RequestOutcome, measure};
 use crate::llm::{BackendError, ChatRequest, ChatResponse, Purpose, ReplyInput, RequestKind};
 use crate::memory::{
     Degradation, MemoryConfig, NpcId, Role, SummaryJob, SummaryJobId, SummaryOutcome,
@@ -141,7 +143,7 @@ pub(crate) struct Outbox<'w> {
 
 /// Everything the pipeline changes, borrowed together.
 #[derive(SystemParam)]
-pub(crate) struct Pipeline<'w> {
+pub(crate) struct Pipeline<'w, 's> {
     layers: Layers<'w>,
     conversations: ResMut<'w, Conversations>,
     bridge: ResMut<'w, LlmBridge>,
@@ -149,10 +151,12 @@ pub(crate) struct Pipeline<'w> {
     telemetry: Res<'w, Telemetry>,
     time: Res<'w, Time>,
     bindings: ResMut<'w, PersonaBindings>,
+    usage: ResMut<'w, LlmUsage>,
+    diagnostics: Diagnostics<'w, 's>,
     out: Outbox<'w>,
 }
 
-impl Pipeline<'_> {
+impl Pipeline<'_, '_> {
     /// A player line: checked, then answered now or queued.
     fn say(&mut self, npc: &NpcId, text: String) {
         let chars = text.chars().count();
@@ -273,27 +277,37 @@ impl Pipeline<'_> {
         self.conversations.start(&npc, purpose, ticket);
     }
 
-    fn finished(
-        &mut self,
-        npc: NpcId,
-        task: TaskId,
-        summary_job: Option<SummaryJobId>,
-        result: Result<ChatResponse, BackendError>,
-        latency: Duration,
-    ) {
+    fn finished(&mut self, done: Finished) {
+        let Finished {
+            npc,
+            task,
+            summary_job,
+            result,
+            latency,
+            retries,
+        } = done;
         let Some(purpose) = self.conversations.finish(&npc, task) else {
             return;
         };
         let result =
             result.and_then(|response| checked_reply(response, self.bridge.backend_name(purpose)));
+        let outcome = RequestOutcome {
+            ok: result.is_ok(),
+            retries,
+            latency,
+            usage: result.as_ref().ok().and_then(|r| r.usage),
+        };
+        self.usage.record(&npc, purpose, &outcome);
+        measure(&mut self.diagnostics, &outcome);
         self.telemetry.emit(TelemetryEvent::Response {
             npc: npc.clone(),
             purpose,
             latency_ms: latency.as_secs_f64() * 1000.0,
+            retries,
             content: result.as_ref().ok().map(|r| r.content.clone()),
             error: result.as_ref().err().map(ToString::to_string),
             estimated_tokens: result.as_ref().map_or(0, |r| estimate_tokens(&r.content)),
-            usage: result.as_ref().ok().and_then(|r| r.usage),
+            usage: outcome.usage,
         });
         match (purpose, summary_job) {
             (Purpose::Summary, Some(job)) => self.summary_finished(&npc, job, result, latency),
@@ -526,15 +540,7 @@ pub(crate) fn collect_results(mut pipeline: Pipeline) {
                         .write(NpcReplyDelta { npc, delta: text });
                 }
             }
-            TaskEvent::Done {
-                npc,
-                task,
-                summary_job,
-                result,
-                latency,
-            } => {
-                pipeline.finished(npc, task, summary_job, result, latency);
-            }
+            TaskEvent::Done(done) => pipeline.finished(done),
         }
     }
 }

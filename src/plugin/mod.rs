@@ -7,6 +7,7 @@ mod messages;
 mod persona;
 mod settings;
 mod telemetry;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub use messages::{
 pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent};
+pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::llm::{ChatBackend, OfflineBackend};
 
@@ -143,6 +145,7 @@ impl Plugin for NpcMemoryPlugin {
                 self.reply_backend.clone(),
                 summary_backend,
                 self.settings.request_timeout,
+                self.settings.max_concurrent_requests,
             ))
             .init_resource::<ChatLogs>()
             .init_resource::<RollingWindows>()
@@ -170,5 +173,6 @@ impl Plugin for NpcMemoryPlugin {
                 ),
             );
         messages::plugin(app);
+        usage::plugin(app);
     }
 }

@@ -17,8 +17,12 @@ pub struct NpcMemorySettings {
     pub max_queued_lines: usize,
     /// Longest player line accepted, in characters.
     pub max_line_chars: usize,
-    /// How long a backend request may take before it fails with a timeout.
+    /// How long a backend request may take, retries included, before it fails with
+    /// a timeout. Time spent waiting for a concurrency slot does not count.
     pub request_timeout: Duration,
+    /// Requests that may run at once over all NPCs; more wait their turn. Read when
+    /// the plugin is built.
+    pub max_concurrent_requests: usize,
 }
 
 impl Default for NpcMemorySettings {
@@ -28,6 +32,7 @@ impl Default for NpcMemorySettings {
             max_queued_lines: 4,
             max_line_chars: 4000,
             request_timeout: Duration::from_secs(60),
+            max_concurrent_requests: 4,
         }
     }
 }

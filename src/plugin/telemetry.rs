@@ -45,6 +45,8 @@ pub enum TelemetryEvent {
         purpose: Purpose,
         /// Wall-clock time of the request, in milliseconds.
         latency_ms: f64,
+        /// Retries the backend made.
+        retries: u32,
         /// The text, when it succeeded.
         #[serde(skip_serializing_if = "Option::is_none")]
         content: Option<String>,
