@@ -2,9 +2,14 @@
 //! reply printed as `ECHO-7: ...`. Memory events go to stderr as `[Memory]` lines.
 //!
 //! ```text
-//! cargo run --example terminal_chat -- [--backend offline|scripted] [--window N]
+//! cargo run --example terminal_chat -- [--backend offline|scripted|openai] [--window N]
 //!     [--threshold N] [--persona PATH] [--trace FILE]
+//!     [--base-url URL] [--model NAME] [--api-key-env VAR]
 //! ```
+//!
+//! `--backend openai` talks to any OpenAI-compatible server: `--base-url` is its API
+//! root (e.g. `http://127.0.0.1:8080/v1` for llama.cpp), and the key, if the server
+//! needs one, is read from the environment variable `--api-key-env` names.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -15,8 +20,9 @@ use std::time::Duration;
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{OpenAiBackend, OpenAiConfig};
 
-const USAGE: &str = "usage: terminal_chat [--backend offline|scripted] [--window N] [--threshold N] [--persona PATH] [--trace FILE]";
+const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME] [--api-key-env VAR]";
 
 struct Args {
     backend: String,
@@ -24,6 +30,9 @@ struct Args {
     threshold: Option<usize>,
     persona: PathBuf,
     trace: Option<PathBuf>,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
 }
 
 impl Args {
@@ -37,6 +46,9 @@ impl Args {
                 "/assets/npcs/echo7.npc.ron"
             )),
             trace: None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -50,6 +62,9 @@ impl Args {
                 "--threshold" => parsed.threshold = Some(number(value()?)?),
                 "--persona" => parsed.persona = value()?.into(),
                 "--trace" => parsed.trace = Some(value()?.into()),
+                "--base-url" => parsed.base_url = Some(value()?),
+                "--model" => parsed.model = Some(value()?),
+                "--api-key-env" => parsed.api_key_env = Some(value()?),
                 "--help" | "-h" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
@@ -101,6 +116,13 @@ fn main() -> AppExit {
     plugin = match args.backend.as_str() {
         "offline" => plugin.with_backend(OfflineBackend::default()),
         "scripted" => plugin.with_backend(seed_script()),
+        "openai" => match openai_backend(&args) {
+            Ok(backend) => plugin.with_backend(backend),
+            Err(error) => {
+                eprintln!("{error}\n{USAGE}");
+                return AppExit::error();
+            }
+        },
         other => {
             eprintln!("unknown backend {other:?}\n{USAGE}");
             return AppExit::error();
@@ -132,6 +154,17 @@ fn main() -> AppExit {
         .add_systems(Update, feed_lines.before(NpcMemorySystems::Intake))
         .add_systems(Update, print_events.after(NpcMemorySystems::Collect))
         .run()
+}
+
+fn openai_backend(args: &Args) -> Result<OpenAiBackend, String> {
+    let base_url = args
+        .base_url
+        .clone()
+        .ok_or("--backend openai needs --base-url")?;
+    let model = args.model.clone().unwrap_or_else(|| "default".into());
+    let mut config = OpenAiConfig::custom("openai-compatible", base_url, model);
+    config.api_key_env = args.api_key_env.clone();
+    OpenAiBackend::new(config).map_err(|error| error.to_string())
 }
 
 fn spawn_npc(mut commands: Commands, echo7: Res<Echo7>, mut personas: ResMut<Assets<Persona>>) {

@@ -3,9 +3,11 @@
 # use this script, so a fresh machine and CI are set up the same way.
 set -euo pipefail
 
-# System packages the tests need. The library enables no Bevy audio, gamepad or
-# window features, so it needs no ALSA, udev or X libraries.
-APT_PACKAGES=(pkg-config)
+# System packages the build and tests need. The library enables no Bevy audio,
+# gamepad or window features, so it needs no ALSA, udev or X libraries. cmake and a
+# C++ compiler build llama.cpp's server for the real-peer tests (and help rustls'
+# aws-lc crypto build on machines where it wants them).
+APT_PACKAGES=(pkg-config cmake g++)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

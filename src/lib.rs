@@ -95,9 +95,9 @@ pub mod prelude {
     };
     pub use crate::memory::{MemoryConfig, NpcId, PromptLanguage, Role};
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, Npc, NpcMemoryDegraded,
-        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory, ReplyError,
-        RollingWindows, SummarizeNow, TalkToNpc,
+        ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, LlmUsage, Npc,
+        NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied,
+        NpcReplyDelta, NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
+        ReplyError, RollingWindows, SummarizeNow, TalkToNpc,
     };
 }

@@ -167,6 +167,23 @@ pub enum BackendError {
         /// What was wrong with it.
         reason: String,
     },
+    /// A streamed reply ended before the server said it was complete. The partial
+    /// text is never committed as a reply.
+    #[error("the reply from {backend} broke off after {received_chars} characters")]
+    Truncated {
+        /// The backend's name.
+        backend: String,
+        /// Characters received before the stream ended.
+        received_chars: usize,
+    },
+    /// The backend needs an API key and none was found.
+    #[error("no API key for provider {backend}: set the environment variable {var}")]
+    MissingKey {
+        /// The backend's name.
+        backend: String,
+        /// The variable that should hold the key.
+        var: String,
+    },
     /// The request was cancelled, for example because the NPC's memory was cleared.
     #[error("the request was cancelled")]
     Cancelled,

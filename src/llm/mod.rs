@@ -2,6 +2,8 @@
 
 mod backend;
 mod offline;
+#[cfg(feature = "http")]
+mod openai;
 mod scripted;
 
 pub use backend::{
@@ -9,4 +11,6 @@ pub use backend::{
     ReplyInput, RequestKind, TokenUsage, stream_words,
 };
 pub use offline::OfflineBackend;
+#[cfg(feature = "http")]
+pub use openai::{ApiKey, OpenAiBackend, OpenAiConfig, RetryPolicy};
 pub use scripted::{ScriptStep, ScriptedBackend};

@@ -1,6 +1,8 @@
 //! A headless app around the plugin, shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fake_llm;
+
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;

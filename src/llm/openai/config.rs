@@ -1,0 +1,248 @@
+//! Provider presets and settings of the OpenAI-compatible backend.
+
+use std::fmt;
+use std::time::Duration;
+
+/// An API key. It is read at run time from the environment (or given by the game),
+/// never stored in a persona file or a save, and redacted in `Debug` and `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(Box<str>);
+
+impl ApiKey {
+    /// A key from a string the game obtained itself, e.g. from its own config.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into().into_boxed_str())
+    }
+
+    /// The key in the environment variable `var`, if it is set and not empty.
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var)
+            .ok()
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| Self::new(key.trim()))
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// When and how often a failed request is tried again.
+///
+/// Timeouts, connection errors, HTTP 408, 429 and 5xx are retried with exponential
+/// backoff and jitter, honouring `Retry-After`. 400, 401, 403 and 404 never are.
+/// A streamed reply that already showed text is never retried, so a UI never shows
+/// the same words twice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff; it doubles with each retry.
+    pub base_delay: Duration,
+    /// The longest backoff, and the longest `Retry-After` honoured.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (0-based): the server's `Retry-After`
+    /// when it gave one, else exponential backoff with "equal jitter" (half fixed,
+    /// half random), so many NPCs hitting a rate limit do not retry in lockstep.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>, jitter: f64) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max_delay);
+        }
+        let exponential = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_delay);
+        exponential.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+    }
+}
+
+/// Settings of an [`OpenAiBackend`](super::OpenAiBackend). Start from a preset.
+///
+/// ```
+/// use bevy_npc_memory::OpenAiConfig;
+///
+/// let config = OpenAiConfig::deepseek().with_summary_model("deepseek-chat");
+/// assert_eq!(config.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenAiConfig {
+    /// A short name for logs and errors, e.g. `"deepseek"`.
+    pub provider: String,
+    /// The API root, up to and including `/v1` (or the provider's equivalent).
+    /// Requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// The model for replies.
+    pub model: String,
+    /// A different model for summaries, e.g. a cheaper one.
+    pub summary_model: Option<String>,
+    /// The environment variable holding the API key. `None` for local servers.
+    pub api_key_env: Option<String>,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// How long the server may stay silent while answering.
+    pub read_timeout: Duration,
+    /// Most tokens to generate per reply.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature of replies.
+    pub temperature: Option<f32>,
+    /// Sampling temperature of summaries; low, so summaries stay factual.
+    pub summary_temperature: Option<f32>,
+    /// Whether replies stream (summaries never do).
+    pub stream: bool,
+    /// Keep reasoning (`reasoning_content`, `<think>` blocks) in replies. Off by
+    /// default: reasoning stays out of the NPC's words and its memory.
+    pub keep_reasoning: bool,
+    /// Retries and backoff.
+    pub retry: RetryPolicy,
+}
+
+impl OpenAiConfig {
+    /// Any OpenAI-compatible server.
+    pub fn custom(
+        provider: impl Into<String>,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            provider: provider.into(),
+            base_url: base_url.into(),
+            model: model.into(),
+            summary_model: None,
+            api_key_env: None,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+            max_tokens: Some(512),
+            temperature: Some(0.7),
+            summary_temperature: Some(0.2),
+            stream: true,
+            keep_reasoning: false,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// DeepSeek, key in `DEEPSEEK_API_KEY`.
+    pub fn deepseek() -> Self {
+        Self::custom("deepseek", "https://api.deepseek.com/v1", "deepseek-chat")
+            .with_api_key_env("DEEPSEEK_API_KEY")
+    }
+
+    /// Doubao on Volcengine Ark, key in `ARK_API_KEY`. `model` is your model or
+    /// endpoint id from the Ark console.
+    pub fn doubao(model: impl Into<String>) -> Self {
+        Self::custom("doubao", "https://ark.cn-beijing.volces.com/api/v3", model)
+            .with_api_key_env("ARK_API_KEY")
+    }
+
+    /// OpenAI, key in `OPENAI_API_KEY`.
+    pub fn openai() -> Self {
+        Self::custom("openai", "https://api.openai.com/v1", "gpt-4o-mini")
+            .with_api_key_env("OPENAI_API_KEY")
+    }
+
+    /// A local Ollama server; no key.
+    pub fn ollama(model: impl Into<String>) -> Self {
+        Self::custom("ollama", "http://localhost:11434/v1", model)
+    }
+
+    /// A llama.cpp `llama-server`; no key. It serves whichever model it loaded.
+    pub fn llama_cpp(base_url: impl Into<String>) -> Self {
+        Self::custom("llama.cpp", base_url, "default")
+    }
+
+    /// Uses another model for replies.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Uses another model for summaries.
+    pub fn with_summary_model(mut self, model: impl Into<String>) -> Self {
+        self.summary_model = Some(model.into());
+        self
+    }
+
+    /// Reads the API key from another environment variable.
+    pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Uses another API root.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    pub(crate) fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_stays_capped_and_honours_retry_after() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.delay(0, None, 1.0), Duration::from_millis(500));
+        assert_eq!(policy.delay(1, None, 1.0), Duration::from_millis(1000));
+        assert_eq!(policy.delay(1, None, 0.0), Duration::from_millis(500));
+        assert_eq!(policy.delay(30, None, 1.0), policy.max_delay);
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(3)), 0.5),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(3600)), 0.5),
+            policy.max_delay
+        );
+    }
+
+    #[test]
+    fn keys_never_show() {
+        let key = ApiKey::new("sk-very-secret");
+        assert!(!format!("{key:?} {key}").contains("very-secret"));
+    }
+
+    #[test]
+    fn the_endpoint_tolerates_a_trailing_slash() {
+        assert_eq!(
+            OpenAiConfig::llama_cpp("http://127.0.0.1:8080/v1/").endpoint(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+    }
+}

@@ -1,0 +1,428 @@
+//! The OpenAI-compatible backend against a scripted server on 127.0.0.1: faults,
+//! retries, streaming, usage, and no API key in any output.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{ApiKey, OpenAiBackend, OpenAiConfig, RetryPolicy, Role};
+use support::fake_llm::{FakeLlm, FakeReply, completion, stream_events};
+use support::{Harness, persona, read_trace};
+
+const KEY: &str = "sk-test-0451-DO-NOT-LEAK";
+
+/// Everything the crate logs in this test binary, at every level.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static INIT: Once = Once::new();
+    static mut LOGS: Option<Arc<Mutex<Vec<u8>>>> = None;
+    #[derive(Clone)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    INIT.call_once(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = Sink(logs.clone());
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || sink.clone())
+            .init();
+        // SAFETY: written once, before any reader, inside `call_once`.
+        unsafe { LOGS = Some(logs) };
+    });
+    // SAFETY: initialised above and never written again.
+    #[allow(static_mut_refs)]
+    unsafe {
+        LOGS.clone().unwrap()
+    }
+}
+
+struct Setup {
+    h: Harness,
+    server: FakeLlm,
+    trace: std::path::PathBuf,
+    backend: OpenAiBackend,
+}
+
+fn config(server: &FakeLlm) -> OpenAiConfig {
+    let mut config = OpenAiConfig::custom("fake", server.base_url(), "fake-model")
+        .with_summary_model("fake-summarizer");
+    config.retry = RetryPolicy {
+        max_retries: 2,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_secs(5),
+    };
+    config.read_timeout = Duration::from_millis(300);
+    config
+}
+
+fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
+    captured_logs();
+    let server = FakeLlm::start();
+    let mut config = config(&server);
+    configure(&mut config);
+    let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
+    let trace = std::env::temp_dir().join(format!("http-{name}-{}.jsonl", std::process::id()));
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_trace_file(&trace),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    Setup {
+        h,
+        server,
+        trace,
+        backend,
+    }
+}
+
+impl Setup {
+    fn say_and_wait(&mut self, line: &str) {
+        let before = self.h.inbox::<NpcReplied>().len() + self.h.inbox::<NpcReplyFailed>().len();
+        self.h.say("echo7", line);
+        self.h.run_until("a reply or a failure", |w| {
+            w.resource::<support::Inbox<NpcReplied>>().0.len()
+                + w.resource::<support::Inbox<NpcReplyFailed>>().0.len()
+                > before
+        });
+    }
+
+    fn failure(&self) -> ReplyError {
+        self.h
+            .inbox::<NpcReplyFailed>()
+            .last()
+            .expect("a failure")
+            .error
+            .clone()
+    }
+
+    fn reply_usage(&self) -> bevy_npc_memory::UsageStats {
+        let usage = self.h.app.world().resource::<LlmUsage>();
+        usage
+            .npc(&NpcId::new("echo7"), Purpose::Reply)
+            .expect("usage recorded")
+            .clone()
+    }
+
+    /// The player's line is in L2, and the key is nowhere.
+    fn finish(self, line: &str) {
+        assert_eq!(
+            self.h.log("echo7")[0],
+            (Role::User, line.to_owned()),
+            "the player's line is kept"
+        );
+        let errors: Vec<String> = self
+            .h
+            .inbox::<NpcReplyFailed>()
+            .iter()
+            .map(|f| format!("{} {:?}", f.error, f.error))
+            .collect();
+        let backend_debug = format!("{:?}", self.backend);
+        let Setup { h, trace, .. } = self;
+        drop(h);
+        let trace_text = std::fs::read_to_string(&trace).unwrap();
+        let logs = String::from_utf8(captured_logs().lock().unwrap().clone()).unwrap();
+        for (what, text) in [
+            ("errors", errors.join("\n")),
+            ("Debug output", backend_debug),
+            ("the trace file", trace_text),
+            ("the logs", logs),
+        ] {
+            assert!(
+                !text.contains(KEY) && !text.contains("0451-DO-NOT"),
+                "the key leaked into {what}"
+            );
+        }
+        std::fs::remove_file(trace).ok();
+    }
+}
+
+#[test]
+fn rate_limited_429_honours_retry_after_then_succeeds() {
+    let mut s = setup("429", |_| {});
+    s.server
+        .push(
+            FakeReply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", "1"),
+        )
+        .push(FakeReply::Stream {
+            events: stream_events(&["Logged."], true),
+            done: true,
+        });
+    let started = Instant::now();
+    s.say_and_wait("Hello, I'm Alex.");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "waited {:?}, not Retry-After",
+        started.elapsed()
+    );
+    assert_eq!(s.h.replies("echo7"), ["Logged."]);
+    assert_eq!(s.server.received().len(), 2);
+    assert_eq!(s.reply_usage().retries, 1);
+    s.finish("Hello, I'm Alex.");
+}
+
+#[test]
+fn a_500_is_retried_and_then_succeeds() {
+    let mut s = setup("500", |_| {});
+    s.server
+        .push(FakeReply::status(500, "upstream exploded"))
+        .push(FakeReply::Stream {
+            events: stream_events(&["Go ", "left."], true),
+            done: true,
+        });
+    s.say_and_wait("Where now?");
+    assert_eq!(s.h.replies("echo7"), ["Go left."]);
+    let usage = s.reply_usage();
+    assert_eq!((usage.requests, usage.failures, usage.retries), (1, 0, 1));
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_tokens
+        ),
+        (30, 5, 8)
+    );
+    let logs = String::from_utf8(captured_logs().lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("retrying"),
+        "the log capture works, so its key check means something"
+    );
+    s.finish("Where now?");
+}
+
+#[test]
+fn a_silent_server_times_out_after_the_retries() {
+    let mut s = setup("timeout", |_| {});
+    for _ in 0..3 {
+        s.server.push(FakeReply::Hang);
+    }
+    s.say_and_wait("Are you there?");
+    assert!(
+        matches!(
+            s.failure(),
+            ReplyError::Backend(BackendError::Timeout { .. })
+        ),
+        "{:?}",
+        s.failure()
+    );
+    assert_eq!(s.server.received().len(), 3, "one try and two retries");
+    assert_eq!(s.reply_usage().retries, 2);
+    assert_eq!(s.h.log("echo7").len(), 1, "no reply was committed");
+    s.finish("Are you there?");
+}
+
+#[test]
+fn malformed_json_is_a_typed_error_and_not_retried() {
+    let mut s = setup("malformed", |config| config.stream = false);
+    s.server
+        .push(FakeReply::ok(r#"{"choices": [ {"message": "#.into()));
+    s.say_and_wait("Status?");
+    let ReplyError::Backend(BackendError::Malformed { backend, reason }) = s.failure() else {
+        panic!("expected a malformed reply, got {:?}", s.failure());
+    };
+    assert_eq!(backend, "fake");
+    assert!(reason.contains("invalid JSON"), "{reason}");
+    assert_eq!(s.server.received().len(), 1);
+    s.finish("Status?");
+}
+
+#[test]
+fn a_stream_cut_mid_reply_never_becomes_a_reply() {
+    let mut s = setup("cut", |_| {});
+    s.server.push(FakeReply::Stream {
+        events: stream_events(&["The breaker ", "is in the"], false),
+        done: false,
+    });
+    s.say_and_wait("Where is the breaker?");
+    assert_eq!(
+        s.failure(),
+        ReplyError::Backend(BackendError::Truncated {
+            backend: "fake".into(),
+            received_chars: 21
+        })
+    );
+    let shown: String =
+        s.h.inbox::<NpcReplyDelta>()
+            .iter()
+            .map(|d| d.delta.as_str())
+            .collect();
+    assert_eq!(
+        shown, "The breaker is in the",
+        "the UI saw the partial text as it came"
+    );
+    assert_eq!(
+        s.server.received().len(),
+        1,
+        "text was shown, so no retry repeats it"
+    );
+    assert!(s.h.replies("echo7").is_empty());
+    assert_eq!(
+        s.h.log("echo7").len(),
+        1,
+        "the partial text is not in memory"
+    );
+    s.finish("Where is the breaker?");
+}
+
+#[test]
+fn a_401_fails_at_once_with_a_clear_error() {
+    let mut s = setup("401", |_| {});
+    s.server.push(FakeReply::status(
+        401,
+        &format!(r#"{{"error":{{"message":"invalid key {KEY}"}}}}"#),
+    ));
+    s.say_and_wait("Hello?");
+    assert_eq!(
+        s.failure(),
+        ReplyError::Backend(BackendError::Auth {
+            backend: "fake".into()
+        })
+    );
+    assert_eq!(
+        s.failure().to_string(),
+        "authentication failed for provider fake"
+    );
+    assert_eq!(s.server.received().len(), 1, "401 is not retried");
+    s.finish("Hello?");
+}
+
+#[test]
+fn a_404_echoing_the_key_is_scrubbed_and_not_retried() {
+    let mut s = setup("404", |_| {});
+    s.server.push(FakeReply::status(
+        404,
+        &format!(r#"{{"error":{{"message":"no model for key {KEY}"}}}}"#),
+    ));
+    s.say_and_wait("Hello?");
+    let ReplyError::Backend(BackendError::Http {
+        status: 404,
+        reason,
+        ..
+    }) = s.failure()
+    else {
+        panic!("expected HTTP 404, got {:?}", s.failure());
+    };
+    assert_eq!(reason, "no model for key <redacted>");
+    assert_eq!(s.server.received().len(), 1);
+    s.finish("Hello?");
+}
+
+#[test]
+fn replies_stream_summaries_do_not_and_reasoning_stays_out() {
+    let mut s = setup("stream", |_| {});
+    s.h.app.world_mut().write_message(ReconfigureNpcMemory {
+        npc: NpcId::new("echo7"),
+        config: MemoryConfig {
+            summary_threshold: Some(2),
+            ..MemoryConfig::with_window(4)
+        },
+    });
+    let mut events = vec![
+        serde_json::json!({"choices": [{"delta": {"reasoning_content": "The user is Alex, so"}}]})
+            .to_string(),
+    ];
+    events.extend(stream_events(
+        &[
+            "<think>plan the",
+            " route</think>",
+            "Head to the ",
+            "switch room.",
+        ],
+        true,
+    ));
+    s.server
+        .push(FakeReply::Stream { events, done: true })
+        .push(FakeReply::ok(completion(
+            "<think>short</think>The player is Alex.",
+        )));
+    s.say_and_wait("I'm Alex. Where do I go?");
+    s.h.wait_for_summaries(1);
+
+    let reply = &s.h.replies("echo7")[0];
+    assert_eq!(reply, "Head to the switch room.");
+    let shown: String =
+        s.h.inbox::<NpcReplyDelta>()
+            .iter()
+            .map(|d| d.delta.as_str())
+            .collect();
+    assert_eq!(&shown, reply, "the streamed pieces add up to the reply");
+    assert_eq!(s.h.summary("echo7"), "The player is Alex.");
+
+    let received = s.server.received();
+    let reply_request = received[0].json();
+    assert_eq!(received[0].path, "/v1/chat/completions");
+    assert_eq!(
+        received[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(reply_request["stream"], true);
+    assert_eq!(reply_request["stream_options"]["include_usage"], true);
+    assert_eq!(reply_request["model"], "fake-model");
+    assert_eq!(
+        reply_request["messages"][1]["content"],
+        "I'm Alex. Where do I go?"
+    );
+    let summary_request = received[1].json();
+    assert_eq!(summary_request["stream"], false);
+    assert_eq!(summary_request["model"], "fake-summarizer");
+    assert_eq!(summary_request["messages"].as_array().unwrap().len(), 2);
+
+    let usage = s.h.app.world().resource::<LlmUsage>();
+    let summary_usage = usage.npc(&NpcId::new("echo7"), Purpose::Summary).unwrap();
+    assert_eq!(
+        (summary_usage.prompt_tokens, summary_usage.cached_tokens),
+        (42, 16)
+    );
+    assert!(summary_usage.latency_p50().is_some());
+    let events = read_trace(&s.trace);
+    let response = events.iter().find(|e| e["event"] == "response").unwrap();
+    assert_eq!(response["usage"]["prompt_tokens"], 30);
+    assert_eq!(response["retries"], 0);
+    s.finish("I'm Alex. Where do I go?");
+}
+
+#[test]
+fn at_most_four_requests_run_at_once() {
+    captured_logs();
+    let server = FakeLlm::start();
+    server.set_fallback(FakeReply::After(
+        Duration::from_millis(150),
+        Box::new(FakeReply::ok(completion("ok"))),
+    ));
+    let mut config = config(&server);
+    config.stream = false;
+    let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    for i in 0..8 {
+        h.spawn(&format!("npc{i}"), persona(&format!("NPC {i}")));
+        h.say(&format!("npc{i}"), "hello");
+    }
+    h.wait_for_replies(8);
+    assert_eq!(
+        server.max_concurrent(),
+        4,
+        "the default cap queues the rest"
+    );
+}
+
+#[test]
+fn a_missing_key_is_reported_by_variable_name() {
+    let error =
+        OpenAiBackend::new(OpenAiConfig::deepseek().with_api_key_env("NPC_MEMORY_TEST_UNSET_KEY"))
+            .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "no API key for provider deepseek: set the environment variable NPC_MEMORY_TEST_UNSET_KEY"
+    );
+}

@@ -1,0 +1,273 @@
+//! A scripted OpenAI-compatible server on 127.0.0.1 for fault injection and the
+//! client-overhead benchmark. It speaks just enough HTTP/1.1: one request per
+//! connection, answered from a script, then the connection closes.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum FakeReply {
+    /// A whole response.
+    Json {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// A server-sent-event stream of `data:` payloads, optionally ended by `[DONE]`.
+    Stream { events: Vec<String>, done: bool },
+    /// Accept the request, then say nothing for a long time.
+    Hang,
+    /// Wait, then answer.
+    After(Duration, Box<FakeReply>),
+}
+
+impl FakeReply {
+    pub fn ok(body: String) -> Self {
+        FakeReply::Json {
+            status: 200,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    pub fn status(status: u16, body: &str) -> Self {
+        FakeReply::Json {
+            status,
+            headers: Vec::new(),
+            body: body.to_owned(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        if let FakeReply::Json { headers, .. } = &mut self {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).expect("the client sends JSON")
+    }
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<FakeReply>,
+    fallback: Option<FakeReply>,
+    received: Vec<Received>,
+    active: usize,
+    max_active: usize,
+}
+
+/// The server. It runs until the process ends.
+#[derive(Clone)]
+pub struct FakeLlm {
+    port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeLlm {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let server = Self {
+            port,
+            state: Arc::default(),
+        };
+        let accepting = server.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let server = accepting.clone();
+                std::thread::spawn(move || server.serve(stream));
+            }
+        });
+        server
+    }
+
+    /// The API root, as a backend's `base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    pub fn push(&self, reply: FakeReply) -> &Self {
+        self.state.lock().unwrap().script.push_back(reply);
+        self
+    }
+
+    /// The answer once the script is used up.
+    pub fn set_fallback(&self, reply: FakeReply) {
+        self.state.lock().unwrap().fallback = Some(reply);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// The most requests that were being answered at the same time.
+    pub fn max_concurrent(&self) -> usize {
+        self.state.lock().unwrap().max_active
+    }
+
+    fn serve(&self, mut stream: TcpStream) {
+        let Some(request) = read_request(&stream) else {
+            return;
+        };
+        let reply = {
+            let mut state = self.state.lock().unwrap();
+            state.received.push(request);
+            state.active += 1;
+            state.max_active = state.max_active.max(state.active);
+            state.script.pop_front().or_else(|| state.fallback.clone())
+        };
+        let reply = reply.unwrap_or_else(|| {
+            FakeReply::status(
+                500,
+                r#"{"error":{"message":"the fake server's script is empty"}}"#,
+            )
+        });
+        let _ = write_reply(&mut stream, reply);
+        self.state.lock().unwrap().active -= 1;
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Received> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':')?;
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Received {
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn write_reply(stream: &mut TcpStream, reply: FakeReply) -> std::io::Result<()> {
+    match reply {
+        FakeReply::Json {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                reason(status),
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(body.as_bytes())
+        }
+        FakeReply::Stream { events, done } => {
+            stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+            )?;
+            for event in events {
+                stream.write_all(format!("data: {event}\n\n").as_bytes())?;
+                stream.flush()?;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if done {
+                stream.write_all(b"data: [DONE]\n\n")?;
+            }
+            stream.flush()
+        }
+        FakeReply::Hang => {
+            std::thread::sleep(Duration::from_secs(30));
+            Ok(())
+        }
+        FakeReply::After(wait, reply) => {
+            std::thread::sleep(wait);
+            write_reply(stream, *reply)
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        401 => "Unauthorized",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "Status",
+    }
+}
+
+/// A non-streamed completion with usage figures.
+pub fn completion(text: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "fake",
+        "system_fingerprint": "vendor-extra",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49,
+                  "prompt_tokens_details": {"cached_tokens": 16}}
+    })
+    .to_string()
+}
+
+/// Stream events for `pieces`, then a finish reason and a usage chunk.
+pub fn stream_events(pieces: &[&str], finish: bool) -> Vec<String> {
+    let mut events: Vec<String> = pieces
+        .iter()
+        .map(|piece| {
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})
+                .to_string()
+        })
+        .collect();
+    if finish {
+        events.push(
+            serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                .to_string(),
+        );
+        events.push(
+            serde_json::json!({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 5, "prompt_cache_hit_tokens": 8}})
+                .to_string(),
+        );
+    }
+    events
+}
