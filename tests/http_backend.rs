@@ -376,6 +376,17 @@ fn replies_stream_summaries_do_not_and_reasoning_stays_out() {
     let summary_request = received[1].json();
     assert_eq!(summary_request["stream"], false);
     assert_eq!(summary_request["model"], "fake-summarizer");
+    assert_eq!(
+        (
+            summary_request["max_tokens"].as_u64(),
+            reply_request["max_tokens"].as_u64()
+        ),
+        (Some(256), Some(512))
+    );
+    assert!(
+        summary_request["temperature"].as_f64().unwrap()
+            < reply_request["temperature"].as_f64().unwrap()
+    );
     assert_eq!(summary_request["messages"].as_array().unwrap().len(), 2);
 
     let usage = s.h.app.world().resource::<LlmUsage>();
@@ -425,4 +436,53 @@ fn a_missing_key_is_reported_by_variable_name() {
         error.to_string(),
         "no API key for provider deepseek: set the environment variable NPC_MEMORY_TEST_UNSET_KEY"
     );
+}
+
+#[test]
+fn clearing_memory_or_closing_the_game_cancels_requests_in_flight() {
+    let mut s = setup("cancel", |config| {
+        config.read_timeout = Duration::from_secs(30)
+    });
+    s.server.push(FakeReply::Hang).push(FakeReply::Hang);
+    s.h.say("echo7", "Hello?");
+    s.h.run_until("the request reaches the server", |_| {
+        s_received(&s.server) == 1
+    });
+    s.h.app.world_mut().write_message(ClearNpcMemory {
+        npc: NpcId::new("echo7"),
+    });
+    s.h.settle();
+    let server = s.server.clone();
+    wait_for(
+        || server.disconnects() == 1,
+        "the cleared request's connection closes",
+    );
+    assert!(s.h.inbox::<NpcReplyFailed>().is_empty() && s.h.replies("echo7").is_empty());
+
+    s.h.say("echo7", "Still there?");
+    s.h.run_until("the second request reaches the server", |_| {
+        s_received(&s.server) == 2
+    });
+    let started = Instant::now();
+    drop(s.h);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "closing the app does not wait for the server"
+    );
+    wait_for(
+        || server.disconnects() == 2,
+        "closing the app closes the connection",
+    );
+}
+
+fn s_received(server: &FakeLlm) -> usize {
+    server.received().len()
+}
+
+fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

@@ -277,3 +277,30 @@ fn summaries_can_use_their_own_backend() {
     );
     assert_eq!(h.summary("echo7"), "The player is Alex.");
 }
+
+#[test]
+fn usage_figures_reach_the_resource_and_bevy_diagnostics() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Hello.");
+    h.wait_for_replies(1);
+    h.app.update();
+    let usage = h.app.world().resource::<LlmUsage>();
+    let replies = usage.npc(&NpcId::new("echo7"), Purpose::Reply).unwrap();
+    assert_eq!(
+        (replies.requests, replies.failures, replies.retries),
+        (1, 0, 0)
+    );
+    assert!(replies.latency_p50().is_some());
+    let store = h
+        .app
+        .world()
+        .resource::<bevy::diagnostic::DiagnosticsStore>();
+    let latency = store
+        .get(&bevy_npc_memory::diagnostics::REQUEST_LATENCY_MS)
+        .unwrap();
+    assert!(
+        latency.measurement().is_some(),
+        "a latency measurement was recorded"
+    );
+}

@@ -79,6 +79,7 @@ struct State {
     received: Vec<Received>,
     active: usize,
     max_active: usize,
+    disconnects: usize,
 }
 
 /// The server. It runs until the process ends.
@@ -125,6 +126,11 @@ impl FakeLlm {
         self.state.lock().unwrap().received.clone()
     }
 
+    /// Requests whose client hung up while the server was still silent.
+    pub fn disconnects(&self) -> usize {
+        self.state.lock().unwrap().disconnects
+    }
+
     /// The most requests that were being answered at the same time.
     pub fn max_concurrent(&self) -> usize {
         self.state.lock().unwrap().max_active
@@ -147,7 +153,13 @@ impl FakeLlm {
                 r#"{"error":{"message":"the fake server's script is empty"}}"#,
             )
         });
-        let _ = write_reply(&mut stream, reply);
+        if matches!(reply, FakeReply::Hang) {
+            if client_hung_up(&mut stream) {
+                self.state.lock().unwrap().disconnects += 1;
+            }
+        } else {
+            let _ = write_reply(&mut stream, reply);
+        }
         self.state.lock().unwrap().active -= 1;
     }
 }
@@ -215,15 +227,32 @@ fn write_reply(stream: &mut TcpStream, reply: FakeReply) -> std::io::Result<()> 
             }
             stream.flush()
         }
-        FakeReply::Hang => {
-            std::thread::sleep(Duration::from_secs(30));
-            Ok(())
-        }
+        FakeReply::Hang => Ok(()),
         FakeReply::After(wait, reply) => {
             std::thread::sleep(wait);
             write_reply(stream, *reply)
         }
     }
+}
+
+/// Stays silent for up to 30 s; true when the client closes the connection first.
+fn client_hung_up(stream: &mut TcpStream) -> bool {
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut byte = [0u8; 1];
+    while std::time::Instant::now() < deadline {
+        match stream.read(&mut byte) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }
 
 fn reason(status: u16) -> &'static str {

@@ -19,6 +19,8 @@ fn collect<M: Message + Clone>(mut reader: MessageReader<M>, mut inbox: ResMut<I
 
 pub struct Harness {
     pub app: App,
+    /// How long `run_until` waits before failing the test.
+    pub wait_secs: u64,
 }
 
 impl Harness {
@@ -30,7 +32,7 @@ impl Harness {
         add_inbox::<NpcReplyFailed>(&mut app);
         add_inbox::<NpcSummaryUpdated>(&mut app);
         add_inbox::<NpcMemoryDegraded>(&mut app);
-        Self { app }
+        Self { app, wait_secs: 5 }
     }
 
     /// Spawns an NPC with a persona built in code.
@@ -70,9 +72,9 @@ impl Harness {
         &self.app.world().resource::<Inbox<M>>().0
     }
 
-    /// Updates the app until `done` holds, failing the test after five seconds.
+    /// Updates the app until `done` holds, failing the test after `wait_secs`.
     pub fn run_until(&mut self, what: &str, done: impl Fn(&World) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(self.wait_secs);
         loop {
             self.app.update();
             if done(self.app.world()) {

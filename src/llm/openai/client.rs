@@ -126,7 +126,11 @@ impl Inner {
             },
             messages: &request.messages,
             stream,
-            max_tokens: config.max_tokens,
+            max_tokens: if summary {
+                config.summary_max_tokens
+            } else {
+                config.max_tokens
+            },
             temperature: if summary {
                 config.summary_temperature
             } else {

@@ -116,6 +116,8 @@ pub struct OpenAiConfig {
     pub read_timeout: Duration,
     /// Most tokens to generate per reply.
     pub max_tokens: Option<u32>,
+    /// Most tokens to generate per summary; summaries should stay short.
+    pub summary_max_tokens: Option<u32>,
     /// Sampling temperature of replies.
     pub temperature: Option<f32>,
     /// Sampling temperature of summaries; low, so summaries stay factual.
@@ -145,6 +147,7 @@ impl OpenAiConfig {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
             max_tokens: Some(512),
+            summary_max_tokens: Some(256),
             temperature: Some(0.7),
             summary_temperature: Some(0.2),
             stream: true,

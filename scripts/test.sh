@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command: sets the machine up, starts a real llama.cpp server for the
+# real-peer tests, runs every test, and stops the server again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+bash scripts/llama-server.sh start
+trap 'bash scripts/llama-server.sh stop' EXIT
+LLAMA_SERVER_URL="$(bash scripts/llama-server.sh url)"
+export LLAMA_SERVER_URL
+
+cargo test "$@"

@@ -1,0 +1,174 @@
+//! The HTTP backend against a real llama.cpp `llama-server` running SmolLM2-135M on
+//! 127.0.0.1, started by `scripts/llama-server.sh start` (CI does this).
+//!
+//! The model is tiny and its words are poor, so these tests assert the protocol, not
+//! the content: status, non-empty replies, deltas adding up, finish reasons, usage,
+//! and a summary injected into the next system prompt.
+
+mod support;
+
+use std::time::Duration;
+
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{
+    ChatRequest, OpenAiBackend, OpenAiConfig, Progress, PromptMessage, ReplyInput, RequestKind,
+    Role,
+};
+use support::{Harness, persona, read_trace};
+
+/// The server's API root, or `None` (with the reason printed) outside CI.
+fn server_url() -> Option<String> {
+    match std::env::var("LLAMA_SERVER_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!(
+                "LLAMA_SERVER_URL is not set: CI must start the real server with `scripts/llama-server.sh start`"
+            )
+        }
+        _ => {
+            eprintln!(
+                "skipping the real-server test: LLAMA_SERVER_URL is not set (run `scripts/llama-server.sh start`)"
+            );
+            None
+        }
+    }
+}
+
+fn backend(url: &str) -> OpenAiBackend {
+    let mut config = OpenAiConfig::llama_cpp(url);
+    config.max_tokens = Some(48);
+    config.read_timeout = Duration::from_secs(60);
+    OpenAiBackend::new(config).expect("no key is needed for llama.cpp")
+}
+
+fn request(text: &str) -> ChatRequest {
+    ChatRequest {
+        npc: NpcId::new("echo7"),
+        kind: RequestKind::Reply(ReplyInput {
+            npc_name: "ECHO-7".into(),
+            summary: "".into(),
+        }),
+        messages: vec![
+            PromptMessage::new(
+                Role::System,
+                "You are ECHO-7, a bunker security AI. Answer briefly.",
+            ),
+            PromptMessage::new(Role::User, text),
+        ],
+    }
+}
+
+#[test]
+fn the_backend_speaks_the_protocol_streaming_and_not() {
+    let Some(url) = server_url() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = backend(&url);
+
+    let pieces = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = pieces.clone();
+    let progress = Progress::streaming(move |piece| sink.lock().unwrap().push_str(piece));
+    let streamed = runtime
+        .block_on(backend.complete(request("Hello, I'm Alex."), progress))
+        .expect("a streamed reply");
+    assert!(!streamed.content.trim().is_empty());
+    assert_eq!(
+        *pieces.lock().unwrap(),
+        streamed.content,
+        "the deltas add up to the reply"
+    );
+    assert!(
+        matches!(streamed.finish_reason.as_deref(), Some("stop" | "length")),
+        "{:?}",
+        streamed.finish_reason
+    );
+    let usage = streamed
+        .usage
+        .expect("llama-server reports usage in the last chunk");
+    assert!(
+        usage.prompt_tokens > 0 && usage.completion_tokens > 0,
+        "{usage:?}"
+    );
+
+    let mut config = backend.config().clone();
+    config.stream = false;
+    let whole = runtime
+        .block_on(
+            OpenAiBackend::new(config)
+                .unwrap()
+                .complete(request("Where is the switch room?"), Progress::silent()),
+        )
+        .expect("a whole reply");
+    assert!(!whole.content.trim().is_empty());
+    assert!(whole.finish_reason.is_some());
+    assert!(
+        whole
+            .usage
+            .is_some_and(|u| u.prompt_tokens > 0 && u.completion_tokens > 0)
+    );
+}
+
+#[test]
+fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
+    let Some(url) = server_url() else { return };
+    let trace = std::env::temp_dir().join(format!("real-server-{}.jsonl", std::process::id()));
+    let mut settings = NpcMemorySettings {
+        request_timeout: Duration::from_secs(120),
+        ..Default::default()
+    };
+    settings.memory = MemoryConfig {
+        summary_threshold: Some(2),
+        ..MemoryConfig::with_window(4)
+    };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend(&url))
+            .with_settings(settings)
+            .with_trace_file(&trace),
+    );
+    h.wait_secs = 120;
+    h.spawn("echo7", persona("ECHO-7"));
+
+    h.say("echo7", "Hello, I'm Alex. I need to fix the power system.");
+    h.wait_for_replies(1);
+    h.wait_for_summaries(1);
+    let reply = &h.replies("echo7")[0];
+    assert!(!reply.trim().is_empty());
+    let streamed: String = h
+        .inbox::<NpcReplyDelta>()
+        .iter()
+        .map(|d| d.delta.as_str())
+        .collect();
+    assert_eq!(streamed.trim(), reply.as_str());
+    let summary = h.summary("echo7");
+    assert!(!summary.is_empty());
+
+    h.say("echo7", "What is my name?");
+    h.wait_for_replies(2);
+    h.settle();
+    let usage = h.app.world().resource::<LlmUsage>();
+    let replies = usage.npc(&NpcId::new("echo7"), Purpose::Reply).unwrap();
+    let summaries = usage.npc(&NpcId::new("echo7"), Purpose::Summary).unwrap();
+    assert_eq!(replies.failures, 0);
+    assert!(replies.prompt_tokens > 0 && replies.completion_tokens > 0);
+    assert!(summaries.requests >= 1 && summaries.prompt_tokens > 0);
+    drop(h);
+
+    let events = read_trace(&trace);
+    let requests: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["event"] == "request").collect();
+    assert_eq!(requests[1]["purpose"], "summary");
+    let next_reply = requests
+        .iter()
+        .find(|r| {
+            r["purpose"] == "reply"
+                && r["messages"].as_array().unwrap().last().unwrap()["content"]
+                    == "What is my name?"
+        })
+        .expect("the second reply request is traced");
+    let system = next_reply["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.ends_with(&format!("[Previously]: {summary}")),
+        "the summary is in the next system prompt: {system}"
+    );
+    std::fs::remove_file(trace).ok();
+}
