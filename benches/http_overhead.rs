@@ -9,24 +9,16 @@ mod fake_llm;
 use std::hint::black_box;
 
 use bevy_npc_memory::{
-    ChatBackend, ChatRequest, NpcId, OpenAiBackend, OpenAiConfig, Progress, PromptMessage,
-    ReplyInput, RequestKind, RetryPolicy, Role,
+    ChatBackend, ChatRequest, OpenAiBackend, OpenAiConfig, Progress, RetryPolicy,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
-use fake_llm::{FakeLlm, FakeReply, completion};
+use fake_llm::{FakeLlm, FakeReply, completion, reply_request};
 
 fn request() -> ChatRequest {
-    ChatRequest {
-        npc: NpcId::new("echo7"),
-        kind: RequestKind::Reply(ReplyInput {
-            npc_name: "ECHO-7".into(),
-            summary: "".into(),
-        }),
-        messages: vec![
-            PromptMessage::new(Role::System, "You are ECHO-7, the bunker's security AI."),
-            PromptMessage::new(Role::User, "I'm in the storage area now."),
-        ],
-    }
+    reply_request(
+        "You are ECHO-7, the bunker's security AI.",
+        "I'm in the storage area now.",
+    )
 }
 
 fn overhead(c: &mut Criterion) {

@@ -10,10 +10,8 @@ mod support;
 use std::time::Duration;
 
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    ChatRequest, OpenAiBackend, OpenAiConfig, Progress, PromptMessage, ReplyInput, RequestKind,
-    Role,
-};
+use bevy_npc_memory::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
+use support::fake_llm::reply_request;
 use support::{Harness, persona, read_trace};
 
 /// The server's API root, or `None` (with the reason printed) outside CI.
@@ -42,20 +40,10 @@ fn backend(url: &str) -> OpenAiBackend {
 }
 
 fn request(text: &str) -> ChatRequest {
-    ChatRequest {
-        npc: NpcId::new("echo7"),
-        kind: RequestKind::Reply(ReplyInput {
-            npc_name: "ECHO-7".into(),
-            summary: "".into(),
-        }),
-        messages: vec![
-            PromptMessage::new(
-                Role::System,
-                "You are ECHO-7, a bunker security AI. Answer briefly.",
-            ),
-            PromptMessage::new(Role::User, text),
-        ],
-    }
+    reply_request(
+        "You are ECHO-7, a bunker security AI. Answer briefly.",
+        text,
+    )
 }
 
 #[test]

@@ -300,3 +300,19 @@ pub fn stream_events(pieces: &[&str], finish: bool) -> Vec<String> {
     }
     events
 }
+
+/// A reply request as the plugin would send it, for calling a backend directly.
+pub fn reply_request(system: &str, line: &str) -> bevy_npc_memory::ChatRequest {
+    use bevy_npc_memory::{ChatRequest, NpcId, PromptMessage, ReplyInput, RequestKind, Role};
+    ChatRequest {
+        npc: NpcId::new("echo7"),
+        kind: RequestKind::Reply(ReplyInput {
+            npc_name: "ECHO-7".into(),
+            summary: "".into(),
+        }),
+        messages: vec![
+            PromptMessage::new(Role::System, system),
+            PromptMessage::new(Role::User, line),
+        ],
+    }
+}
