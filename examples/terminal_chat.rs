@@ -4,8 +4,11 @@
 //! ```text
 //! cargo run --example terminal_chat -- [--backend offline|scripted|openai] [--window N]
 //!     [--threshold N] [--persona PATH] [--trace FILE]
-//!     [--base-url URL] [--model NAME] [--api-key-env VAR]
+//!     [--base-url URL] [--model NAME] [--api-key-env VAR] [--save PATH]
 //! ```
+//!
+//! `--save PATH` loads the save if it exists and autosaves to it after every message
+//! and summary, so a second run remembers the first.
 //!
 //! `--backend openai` talks to any OpenAI-compatible server: `--base-url` is its API
 //! root (e.g. `http://127.0.0.1:8080/v1` for llama.cpp), and the key, if the server
@@ -20,9 +23,9 @@ use std::time::Duration;
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{OpenAiBackend, OpenAiConfig};
+use bevy_npc_memory::{OpenAiBackend, OpenAiConfig, backup_path};
 
-const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME] [--api-key-env VAR]";
+const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME] [--api-key-env VAR] [--save PATH]";
 
 struct Args {
     backend: String,
@@ -33,6 +36,7 @@ struct Args {
     base_url: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
+    save: Option<PathBuf>,
 }
 
 impl Args {
@@ -49,6 +53,7 @@ impl Args {
             base_url: None,
             model: None,
             api_key_env: None,
+            save: None,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -65,6 +70,7 @@ impl Args {
                 "--base-url" => parsed.base_url = Some(value()?),
                 "--model" => parsed.model = Some(value()?),
                 "--api-key-env" => parsed.api_key_env = Some(value()?),
+                "--save" => parsed.save = Some(value()?.into()),
                 "--help" | "-h" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
@@ -113,6 +119,14 @@ fn main() -> AppExit {
     if let Some(trace) = &args.trace {
         plugin = plugin.with_trace_file(trace);
     }
+    // The plugin restores an existing autosave slot at startup; wait for it.
+    let restoring = args
+        .save
+        .as_ref()
+        .is_some_and(|path| path.exists() || backup_path(path).exists());
+    if let Some(save) = &args.save {
+        plugin = plugin.with_autosave(save);
+    }
     plugin = match args.backend.as_str() {
         "offline" => plugin.with_backend(OfflineBackend::default()),
         "scripted" => plugin.with_backend(seed_script()),
@@ -146,7 +160,7 @@ fn main() -> AppExit {
         ))
         .insert_resource(Terminal {
             lines: Mutex::new(receiver),
-            awaiting_reply: false,
+            awaiting_reply: restoring,
             npc_name: persona.name.clone(),
         })
         .insert_resource(Echo7(persona))
@@ -203,7 +217,21 @@ fn print_events(
     mut failures: MessageReader<NpcReplyFailed>,
     mut summaries: MessageReader<NpcSummaryUpdated>,
     mut degradations: MessageReader<NpcMemoryDegraded>,
+    mut loaded: MessageReader<MemoryLoaded>,
+    mut load_failed: MessageReader<MemoryLoadFailed>,
 ) {
+    for load in loaded.read() {
+        eprintln!(
+            "[Memory] loaded {} ({} NPCs)",
+            load.path.display(),
+            load.npcs.len()
+        );
+        terminal.awaiting_reply = false;
+    }
+    for failure in load_failed.read() {
+        eprintln!("[error] {failure}");
+        terminal.awaiting_reply = false;
+    }
     for reply in replies.read() {
         println!("{}: {}", terminal.npc_name, reply.text);
         terminal.awaiting_reply = false;

@@ -82,10 +82,12 @@
 mod llm;
 mod memory;
 mod plugin;
+mod save;
 
 pub use llm::*;
 pub use memory::*;
 pub use plugin::*;
+pub use save::*;
 
 /// The types most games need.
 pub mod prelude {
@@ -99,5 +101,9 @@ pub mod prelude {
         NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied,
         NpcReplyDelta, NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
         ReplyError, RollingWindows, SummarizeNow, TalkToNpc,
+    };
+    pub use crate::plugin::{
+        ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
+        SaveMemory, SaveSettings,
     };
 }

@@ -128,3 +128,100 @@ fn bad_arguments_fail_with_usage() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_second_run_with_the_same_save_remembers_the_first() {
+    let dir = support::temp_dir("restart");
+    let save = dir.join("savegame.json");
+    let trace = dir.join("second.jsonl");
+    let save_arg = save.to_str().unwrap();
+    run_chat(
+        &["--window", "4", "--threshold", "2", "--save", save_arg],
+        "Hello, I'm Alex. I'm here to fix the power system.\nI'm in the storage area now.\n",
+    );
+    let (_, stderr) = run_chat(
+        &[
+            "--window",
+            "4",
+            "--threshold",
+            "2",
+            "--save",
+            save_arg,
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        "What is my name?\n",
+    );
+    assert!(stderr.contains("[Memory] loaded"), "{stderr}");
+    let events = read_trace(&trace);
+    let first = events.iter().find(|e| e["event"] == "request").unwrap();
+    let messages = first["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(
+        system.ends_with("[Previously]: Player: Hello, I'm Alex. I'm here to fix the power system. | I'm in the storage area now."),
+        "the first run's summary: {system}"
+    );
+    let texts: Vec<&str> = messages[1..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts[0], "I'm in the storage area now.",
+        "the first run's L2 tail"
+    );
+    assert_eq!(texts.last().unwrap(), &"What is my name?");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
+    use bevy_npc_memory::{SaveGame, backup_path};
+    let dir = support::temp_dir("sigkill");
+    let save = dir.join("savegame.json");
+    for (round, delay_ms) in [120u64, 230, 340, 450, 560].into_iter().enumerate() {
+        let mut child = Command::new(example("terminal_chat"))
+            .args(["--window", "6", "--save", save.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            for i in 0..5000 {
+                if writeln!(
+                    stdin,
+                    "round {round} line {i}: a fairly long line to make the save grow"
+                )
+                .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().unwrap(); // SIGKILL: no chance to flush anything
+        child.wait().unwrap();
+        feeder.join().unwrap();
+
+        let loads = |path: &std::path::Path| {
+            std::fs::read(path)
+                .ok()
+                .and_then(|b| SaveGame::from_bytes(&b).ok())
+        };
+        let loaded = loads(&save).or_else(|| loads(&backup_path(&save)));
+        let loaded = loaded
+            .unwrap_or_else(|| panic!("round {round}: neither the save nor its backup loads"));
+        assert!(
+            !loaded.npcs.is_empty(),
+            "round {round}: the save holds the conversation"
+        );
+        let leftovers = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+            .count();
+        assert_eq!(leftovers, 0, "round {round}: no save was ever unreadable");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -10,6 +10,7 @@ mod chat_log;
 mod config;
 mod context;
 mod message;
+mod parts;
 mod pipeline;
 mod tokens;
 mod window;
@@ -24,6 +25,7 @@ pub use context::{
     compose_system_prompt,
 };
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
+pub use parts::{MemoryParts, PersonaParts};
 pub use pipeline::{
     LayersMut, NpcMemory, Recorded, SUMMARY_ATTEMPTS, SummaryInput, SummaryJob, SummaryOutcome,
     SummaryUpdate,

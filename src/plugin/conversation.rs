@@ -156,7 +156,7 @@ pub(crate) struct Pipeline<'w, 's> {
     out: Outbox<'w>,
 }
 
-impl Pipeline<'_, '_> {
+impl<'w> Pipeline<'w, '_> {
     /// A player line: checked, then answered now or queued.
     fn say(&mut self, npc: &NpcId, text: String) {
         let chars = text.chars().count();
@@ -167,7 +167,7 @@ impl Pipeline<'_, '_> {
                 chars,
                 max: self.settings.max_line_chars,
             })
-        } else if self.layers.get_mut(npc).is_some() {
+        } else if self.layers.contains(npc) {
             None
         } else if let Some(reason) = self.bindings.failure(npc) {
             Some(ReplyError::PersonaUnavailable {
@@ -183,7 +183,7 @@ impl Pipeline<'_, '_> {
             return self.reject(npc, error, text);
         }
 
-        let ready = self.layers.get_mut(npc).is_some();
+        let ready = self.layers.contains(npc);
         let max_queued = self.settings.max_queued_lines;
         let conversation = self.conversations.entry(npc);
         if ready && conversation.reply.is_none() && conversation.queued.is_empty() {
@@ -213,7 +213,7 @@ impl Pipeline<'_, '_> {
 
     /// Starts the next queued line if the NPC is free.
     fn next_line(&mut self, npc: &NpcId) {
-        if self.layers.get_mut(npc).is_none() {
+        if !self.layers.contains(npc) {
             return;
         }
         if self.conversations.reply_in_flight(npc) {
@@ -403,6 +403,13 @@ impl Pipeline<'_, '_> {
     }
 
     fn clear(&mut self, npc: &NpcId) {
+        self.cancel(npc);
+        if let Some(mut layers) = self.layers.get_mut(npc) {
+            layers.clear();
+        }
+    }
+
+    fn cancel(&mut self, npc: &NpcId) {
         if let Some(conversation) = self.conversations.npcs.get_mut(npc) {
             let tickets = [conversation.reply.take(), conversation.summary.take()];
             for ticket in tickets.into_iter().flatten() {
@@ -412,9 +419,6 @@ impl Pipeline<'_, '_> {
         }
         for line in self.conversations.drain_queue(npc) {
             self.reject(npc, ReplyError::Cancelled, line);
-        }
-        if let Some(mut layers) = self.layers.get_mut(npc) {
-            layers.clear();
         }
     }
 
@@ -434,10 +438,44 @@ impl Pipeline<'_, '_> {
         self.start_summary(npc);
     }
 
+    /// The layers, for loading and saving.
+    pub(crate) fn layers(&mut self) -> &mut Layers<'w> {
+        &mut self.layers
+    }
+
+    /// Defaults for NPCs whose persona sets no sizes.
+    pub(crate) fn default_memory(&self) -> &MemoryConfig {
+        &self.settings.memory
+    }
+
+    /// Cancels every request in flight and every queued line, as loading another
+    /// save slot must: their results belong to the memory being replaced.
+    pub(crate) fn cancel_all(&mut self) {
+        let npcs: Vec<NpcId> = self.conversations.npcs.keys().cloned().collect();
+        for npc in npcs {
+            self.cancel(&npc);
+        }
+    }
+
+    /// Gives every NPC with a loaded persona asset that persona again, since the
+    /// live asset wins over the one stored in a save.
+    pub(crate) fn reapply_personas(&mut self, personas: &Assets<Persona>) {
+        for (id, npcs) in self.bindings.all() {
+            let Some(persona) = personas.get(id) else {
+                continue;
+            };
+            for npc in npcs {
+                if self.layers.contains(&npc) {
+                    self.apply_persona(&npc, persona);
+                }
+            }
+        }
+    }
+
     /// A persona failed to load: lines waiting for it fail rather than wait forever.
     /// An NPC that already has memory keeps its last good persona.
     fn persona_failed(&mut self, npc: &NpcId, reason: &str) {
-        if self.layers.get_mut(npc).is_some() {
+        if self.layers.contains(npc) {
             return;
         }
         for line in self.conversations.drain_queue(npc) {
@@ -449,7 +487,7 @@ impl Pipeline<'_, '_> {
         }
     }
 
-    fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
+    pub(crate) fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         self.layers.ensure(npc, prompt, &config, overrides);
         self.next_line(npc);

@@ -1,12 +1,13 @@
 //! The three memory layers as Bevy resources, keyed by [`NpcId`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::memory::{
-    ChatLog, ContextMemory, LayersMut, MemoryConfig, NpcId, NpcMemory, PersonaPrompt, RollingWindow,
+    ChatLog, ContextMemory, LayersMut, MemoryConfig, MemoryParts, NpcId, NpcMemory, PersonaPrompt,
+    RollingWindow,
 };
 
 macro_rules! layer_resource {
@@ -55,16 +56,34 @@ layer_resource!(
     ContextMemory
 );
 
-/// Mutable access to all three layers, for the pipeline's systems.
+/// NPCs whose memory changed since the last autosave took them in.
+#[derive(Resource, Default, Debug)]
+pub(crate) struct MemoryChanges {
+    pub(crate) dirty: HashSet<NpcId>,
+}
+
+/// Mutable access to all three layers, for the pipeline's systems. Every mutable
+/// access marks the NPC as changed, so autosave never misses a change.
 #[derive(SystemParam)]
 pub(crate) struct Layers<'w> {
     logs: ResMut<'w, ChatLogs>,
     windows: ResMut<'w, RollingWindows>,
     contexts: ResMut<'w, ContextMemoryManager>,
+    changes: ResMut<'w, MemoryChanges>,
 }
 
 impl Layers<'_> {
+    pub(crate) fn contains(&self, npc: &NpcId) -> bool {
+        self.contexts.0.contains_key(npc)
+    }
+
     pub(crate) fn get_mut(&mut self, npc: &NpcId) -> Option<LayersMut<'_>> {
+        if !self.contains(npc) {
+            return None;
+        }
+        if !self.changes.dirty.contains(npc) {
+            self.changes.dirty.insert(npc.clone());
+        }
         Some(LayersMut {
             log: self.logs.0.get_mut(npc)?,
             window: self.windows.0.get_mut(npc)?,
@@ -81,6 +100,14 @@ impl Layers<'_> {
         config: &MemoryConfig,
         overrides: bool,
     ) {
+        let unchanged = self
+            .contexts
+            .0
+            .get(npc)
+            .is_some_and(|c| *c.persona() == persona);
+        if unchanged && !overrides {
+            return;
+        }
         if let Some(mut layers) = self.get_mut(npc) {
             layers.set_persona(persona);
             if overrides {
@@ -88,13 +115,45 @@ impl Layers<'_> {
             }
             return;
         }
+        self.insert(npc.clone(), NpcMemory::new(persona, config));
+    }
+
+    /// Puts a whole memory in place, replacing any the NPC had.
+    pub(crate) fn insert(&mut self, npc: NpcId, memory: NpcMemory) {
         let NpcMemory {
             log,
             window,
             context,
-        } = NpcMemory::new(persona, config);
+        } = memory;
         self.logs.0.insert(npc.clone(), log);
         self.windows.0.insert(npc.clone(), window);
         self.contexts.0.insert(npc.clone(), context);
+        self.changes.dirty.insert(npc);
+    }
+
+    /// Forgets every NPC's memory, as loading another slot does.
+    pub(crate) fn remove_all(&mut self) {
+        self.logs.0.clear();
+        self.windows.0.clear();
+        self.contexts.0.clear();
+        self.changes.dirty.clear();
+    }
+
+    /// Ids of the NPCs changed since `take_changed` was last called.
+    pub(crate) fn take_changed(&mut self) -> HashSet<NpcId> {
+        std::mem::take(&mut self.changes.dirty)
+    }
+
+    pub(crate) fn has_changes(&self) -> bool {
+        !self.changes.dirty.is_empty()
+    }
+
+    /// The NPC's memory as data, for a save.
+    pub(crate) fn parts(&self, npc: &NpcId) -> Option<MemoryParts> {
+        Some(MemoryParts::of(
+            self.logs.0.get(npc)?,
+            self.windows.0.get(npc)?,
+            self.contexts.0.get(npc)?,
+        ))
     }
 }

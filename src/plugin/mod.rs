@@ -4,6 +4,7 @@ mod bridge;
 mod conversation;
 mod layers;
 mod messages;
+mod persistence;
 mod persona;
 mod settings;
 mod telemetry;
@@ -19,6 +20,10 @@ pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 pub use messages::{
     ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
     NpcSummaryUpdated, ReconfigureNpcMemory, ReplyError, SummarizeNow, TalkToNpc,
+};
+pub use persistence::{
+    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
+    SaveMemory, SaveSettings,
 };
 pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;
@@ -39,6 +44,8 @@ pub enum NpcMemorySystems {
     Intake,
     /// Finished requests come back: replies and summaries enter memory.
     Collect,
+    /// Saves, loads and autosave: snapshots go to the IO task pool, results come back.
+    Persist,
 }
 
 /// Gives NPCs LLM-driven dialogue with layered memory.
@@ -60,6 +67,7 @@ pub struct NpcMemoryPlugin {
     summary_backend: Option<Arc<dyn ChatBackend>>,
     runtime: Option<tokio::runtime::Handle>,
     trace_file: Option<PathBuf>,
+    saves: SaveSettings,
 }
 
 impl Default for NpcMemoryPlugin {
@@ -70,6 +78,7 @@ impl Default for NpcMemoryPlugin {
             summary_backend: None,
             runtime: None,
             trace_file: None,
+            saves: SaveSettings::default(),
         }
     }
 }
@@ -108,6 +117,14 @@ impl NpcMemoryPlugin {
     /// Runs requests on the game's own tokio runtime instead of one the plugin owns.
     pub fn with_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime = Some(handle);
+        self
+    }
+
+    /// Restores every NPC's memory from `path` at startup if it exists, then
+    /// autosaves to it after every message and summary (`.ron` for RON, anything
+    /// else JSON, e.g. `savegame.json` as in the seed).
+    pub fn with_autosave(mut self, path: impl Into<PathBuf>) -> Self {
+        self.saves.autosave = Some(path.into());
         self
     }
 
@@ -150,6 +167,7 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<ChatLogs>()
             .init_resource::<RollingWindows>()
             .init_resource::<ContextMemoryManager>()
+            .init_resource::<layers::MemoryChanges>()
             .init_resource::<Conversations>()
             .init_resource::<persona::PersonaBindings>()
             .init_asset::<Persona>()
@@ -161,6 +179,7 @@ impl Plugin for NpcMemoryPlugin {
                     NpcMemorySystems::Personas,
                     NpcMemorySystems::Intake,
                     NpcMemorySystems::Collect,
+                    NpcMemorySystems::Persist,
                 )
                     .chain(),
             )
@@ -170,8 +189,18 @@ impl Plugin for NpcMemoryPlugin {
                     conversation::apply_personas.in_set(NpcMemorySystems::Personas),
                     conversation::take_requests.in_set(NpcMemorySystems::Intake),
                     conversation::collect_results.in_set(NpcMemorySystems::Collect),
+                    (
+                        persistence::take_save_requests,
+                        persistence::autosave,
+                        persistence::finish_io,
+                    )
+                        .chain()
+                        .in_set(NpcMemorySystems::Persist),
                 ),
             );
+        app.add_systems(Startup, persistence::load_autosave_slot)
+            .add_systems(Last, persistence::flush_on_exit);
+        persistence::plugin(app, self.saves.clone());
         messages::plugin(app);
         usage::plugin(app);
     }

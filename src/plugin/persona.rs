@@ -209,6 +209,14 @@ impl PersonaBindings {
         self.by_asset.values().any(|npcs| npcs.contains(npc))
     }
 
+    /// Every persona asset and the NPCs using it.
+    pub(crate) fn all(&self) -> Vec<(AssetId<Persona>, Vec<NpcId>)> {
+        self.by_asset
+            .iter()
+            .map(|(id, npcs)| (*id, npcs.clone()))
+            .collect()
+    }
+
     pub(crate) fn mark_failed(&mut self, persona: AssetId<Persona>, reason: String) {
         self.failed.insert(persona, reason);
     }

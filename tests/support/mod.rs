@@ -32,6 +32,10 @@ impl Harness {
         add_inbox::<NpcReplyFailed>(&mut app);
         add_inbox::<NpcSummaryUpdated>(&mut app);
         add_inbox::<NpcMemoryDegraded>(&mut app);
+        add_inbox::<MemorySaved>(&mut app);
+        add_inbox::<MemorySaveFailed>(&mut app);
+        add_inbox::<MemoryLoaded>(&mut app);
+        add_inbox::<MemoryLoadFailed>(&mut app);
         Self { app, wait_secs: 5 }
     }
 
@@ -148,7 +152,57 @@ impl Harness {
 
 fn add_inbox<M: Message + Clone>(app: &mut App) {
     app.insert_resource(Inbox::<M>(Vec::new()))
-        .add_systems(Update, collect::<M>.after(NpcMemorySystems::Collect));
+        .add_systems(Update, collect::<M>.after(NpcMemorySystems::Persist));
+}
+
+impl Harness {
+    /// Waits until `count` messages of type `M` have arrived.
+    pub fn wait_for<M: Send + Sync + 'static>(&mut self, count: usize) {
+        let what = format!("{count} × {}", std::any::type_name::<M>());
+        self.run_until(&what, |world| world.resource::<Inbox<M>>().0.len() >= count);
+    }
+
+    /// Saves every NPC to `path` and waits for the file.
+    pub fn save_to(&mut self, path: &std::path::Path) {
+        let before = self
+            .inbox::<MemorySaved>()
+            .iter()
+            .filter(|s| !s.autosave)
+            .count();
+        self.app.world_mut().write_message(SaveMemory {
+            path: path.to_owned(),
+        });
+        self.run_until("the save is written", |world| {
+            world
+                .resource::<Inbox<MemorySaved>>()
+                .0
+                .iter()
+                .filter(|s| !s.autosave)
+                .count()
+                > before
+        });
+    }
+
+    /// Loads `path` and waits for the outcome.
+    pub fn load_from(&mut self, path: &std::path::Path) {
+        let before = self.inbox::<MemoryLoaded>().len() + self.inbox::<MemoryLoadFailed>().len();
+        self.app.world_mut().write_message(LoadMemory {
+            path: path.to_owned(),
+        });
+        self.run_until("the load finishes", |world| {
+            world.resource::<Inbox<MemoryLoaded>>().0.len()
+                + world.resource::<Inbox<MemoryLoadFailed>>().0.len()
+                > before
+        });
+    }
+}
+
+/// A fresh, empty folder for one test.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// The plugin sized as in the seed's walk-through: window 4, threshold 2.

@@ -1,0 +1,219 @@
+//! One NPC's memory as plain data, for savegames: taken apart, checked, and put back
+//! together exactly.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::chat_log::ChatLog;
+use super::config::MemoryConfig;
+use super::context::{ContextMemory, Degradation, PersonaPrompt, SummaryRecord};
+use super::message::{ChatMessage, LogIndex, Role};
+use super::pipeline::NpcMemory;
+use super::window::RollingWindow;
+
+/// Everything one NPC remembers, as data: the full log (L2), where the window (L1)
+/// starts, and the summaries (L3) with their history and degradations. Requests in
+/// flight are not part of it; uncovered messages are simply summarized again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParts {
+    /// The persona the memory was built on (the live persona asset wins on spawn).
+    pub persona: PersonaParts,
+    /// Window, threshold and limits in force.
+    pub config: MemoryConfig,
+    /// L2: every message, in order.
+    pub log: Vec<ChatMessage>,
+    /// L1: the first log index in the window.
+    pub window_start: LogIndex,
+    /// L3: the current summary.
+    pub summary: Arc<str>,
+    /// L3: the first log index no summary covers.
+    pub covered_until: LogIndex,
+    /// L3: every summary so far.
+    pub history: Vec<SummaryRecord>,
+    /// Every degradation so far.
+    pub degradations: Vec<Degradation>,
+}
+
+/// A persona as saved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaParts {
+    /// The NPC's display name.
+    pub name: String,
+    /// The persona text.
+    pub text: Arc<str>,
+    /// The summary wording.
+    pub style: super::config::SummaryStyle,
+}
+
+impl MemoryParts {
+    /// The parts of a live memory. Costs one reference-count bump per message: the
+    /// texts themselves are shared, not copied.
+    pub fn of(log: &ChatLog, window: &RollingWindow, context: &ContextMemory) -> Self {
+        Self {
+            persona: PersonaParts {
+                name: context.persona.name.clone(),
+                text: context.persona.text.clone(),
+                style: context.persona.style.clone(),
+            },
+            config: MemoryConfig {
+                max_context_window: window.max_context_window(),
+                summary_threshold: Some(context.threshold),
+                hard_cap: Some(window.hard_cap()),
+                max_summary_chars: context.max_summary_chars,
+            },
+            log: log.messages().to_vec(),
+            window_start: window.start(),
+            summary: context.summary.clone(),
+            covered_until: context.covered_until,
+            history: context.history.clone(),
+            degradations: context.degradations.clone(),
+        }
+    }
+
+    /// Checks that the parts describe a memory this crate could have made.
+    pub fn validate(&self) -> Result<(), String> {
+        let len = self.log.len() as LogIndex;
+        if let Some((position, message)) = self
+            .log
+            .iter()
+            .enumerate()
+            .find(|(i, m)| m.index != *i as LogIndex)
+        {
+            return Err(format!(
+                "log message {position} has index {}",
+                message.index
+            ));
+        }
+        if self.log.iter().any(|m| m.role == Role::System) {
+            return Err("the log holds a system message".into());
+        }
+        if let Some(message) = self.log.iter().find(|m| !m.timestamp.is_finite()) {
+            return Err(format!(
+                "log message {} has no valid timestamp",
+                message.index
+            ));
+        }
+        if self.window_start > len {
+            return Err(format!(
+                "the window starts at {} but the log has {len} messages",
+                self.window_start
+            ));
+        }
+        if self.covered_until > len {
+            return Err(format!(
+                "the summary covers {} messages but the log has {len}",
+                self.covered_until
+            ));
+        }
+        if let Some(record) = self
+            .history
+            .iter()
+            .find(|r| r.covered.start > r.covered.end || r.covered.end > len)
+        {
+            return Err(format!(
+                "a summary covers {:?}, outside the log",
+                record.covered
+            ));
+        }
+        if self.config.max_context_window < 2 {
+            return Err("the window is smaller than 2".into());
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the memory: L2 and L3 exactly, and L1 as the system prompt (persona +
+    /// summary) with the saved tail of L2.
+    pub fn into_memory(self) -> Result<NpcMemory, String> {
+        self.validate()?;
+        let persona = PersonaPrompt {
+            name: self.persona.name,
+            text: self.persona.text,
+            style: self.persona.style,
+        };
+        let mut memory = NpcMemory::new(persona, &self.config);
+        let mut log = ChatLog::new();
+        for message in self.log {
+            log.append(message.role, message.content, message.timestamp);
+        }
+        memory.log = log;
+        let context = &mut memory.context;
+        context.summary = self.summary;
+        context.covered_until = self.covered_until;
+        context.history = self.history;
+        context.degradations = self.degradations;
+        memory.window.set_system_prompt(context.system_prompt());
+        memory.window.reset(self.window_start);
+        Ok(memory)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::memory::SummaryStyle;
+
+    fn memory() -> NpcMemory {
+        let persona = PersonaPrompt {
+            name: "ECHO-7".into(),
+            text: "You are ECHO-7.".into(),
+            style: SummaryStyle::english(),
+        };
+        let config = MemoryConfig {
+            summary_threshold: Some(2),
+            ..MemoryConfig::with_window(4)
+        };
+        let mut memory = NpcMemory::new(persona, &config);
+        let mut layers = memory.layers();
+        for i in 0..7 {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            layers.record(role, format!("line {i}"), i as f64);
+            if let Some(job) = layers.start_summary() {
+                layers.finish_summary(
+                    job.id,
+                    Ok(&format!("summary {i}")),
+                    Duration::from_millis(3),
+                );
+            }
+        }
+        memory
+    }
+
+    #[test]
+    fn parts_rebuild_the_same_memory() {
+        let original = memory();
+        let parts = MemoryParts::of(&original.log, &original.window, &original.context);
+        let rebuilt = parts.clone().into_memory().unwrap();
+        assert_eq!(rebuilt.log, original.log);
+        assert_eq!(rebuilt.window, original.window);
+        assert_eq!(rebuilt.context.summary(), original.context.summary());
+        assert_eq!(rebuilt.context.history(), original.context.history());
+        assert_eq!(
+            MemoryParts::of(&rebuilt.log, &rebuilt.window, &rebuilt.context),
+            parts
+        );
+    }
+
+    #[test]
+    fn inconsistent_parts_are_refused() {
+        let original = memory();
+        let good = MemoryParts::of(&original.log, &original.window, &original.context);
+        let mut bad = good.clone();
+        bad.log[2].index = 9;
+        assert!(bad.validate().unwrap_err().contains("index"));
+        let mut bad = good.clone();
+        bad.covered_until = 99;
+        assert!(bad.into_memory().is_err());
+        let mut bad = good;
+        bad.window_start = 99;
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,272 @@
+//! The savegame format: versioned, checked, and migrated on load.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
+use serde::{Deserialize, Serialize};
+
+use crate::memory::{MemoryParts, NpcId};
+
+/// The format this build writes. Older formats are migrated on load; newer ones are
+/// refused with a clear error.
+pub const SAVE_FORMAT_VERSION: u32 = 1;
+
+/// Every NPC's memory: what a save slot holds. Secrets and backend settings are
+/// never part of it.
+///
+/// It is `Reflect` (as an opaque, serde-backed value), so reflection-based save
+/// systems can store it whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[reflect(opaque)]
+#[reflect(Serialize, Deserialize, Debug, PartialEq, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct SaveGame {
+    /// The format version, [`SAVE_FORMAT_VERSION`] when written by this build.
+    pub format_version: u32,
+    /// The version of the crate that wrote it, for support requests.
+    pub crate_version: String,
+    /// One entry per NPC, sorted by id. Shared, so that taking a snapshot for an
+    /// autosave copies nothing that did not change.
+    pub npcs: Vec<Arc<NpcSave>>,
+}
+
+/// One NPC's memory in a save.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NpcSave {
+    /// Whose memory.
+    pub id: NpcId,
+    /// The memory.
+    pub memory: MemoryParts,
+}
+
+/// The file formats a save can take. The extension decides: `.ron` is RON, anything
+/// else JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaveFormat {
+    /// JSON, the default (`savegame.json`, as in the seed).
+    Json,
+    /// RON, readable and diffable.
+    Ron,
+}
+
+impl SaveFormat {
+    /// The format for a path, by its extension.
+    pub fn for_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("ron") => SaveFormat::Ron,
+            _ => SaveFormat::Json,
+        }
+    }
+}
+
+/// Why a save could not be read. Each names what was wrong; the path travels with it
+/// in [`MemoryLoadFailed`](crate::MemoryLoadFailed).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    /// There is no such file (and no backup).
+    #[error("the file does not exist")]
+    NotFound,
+    /// The file could not be read.
+    #[error("the file could not be read: {0}")]
+    Io(String),
+    /// The file is larger than the plugin accepts.
+    #[error("the file has {bytes} bytes, over the limit of {max}")]
+    TooLarge {
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The file is empty.
+    #[error("the file is empty")]
+    Empty,
+    /// The file is not UTF-8 text.
+    #[error("the file is not UTF-8 text (bad byte at offset {offset})")]
+    NotText {
+        /// Where the first bad byte is.
+        offset: usize,
+    },
+    /// The text is not a savegame: truncated, invalid, or another schema.
+    #[error("the file is not a valid savegame: {0}")]
+    Malformed(String),
+    /// A newer build wrote it.
+    #[error("the save has format version {found}, but this build reads up to {newest}")]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The newest version this build reads.
+        newest: u32,
+    },
+    /// The save parses but describes a memory that cannot exist.
+    #[error("the save is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+#[derive(Deserialize)]
+struct Header {
+    format_version: u32,
+}
+
+impl SaveGame {
+    /// A save of these NPCs, sorted by id.
+    pub fn new(mut npcs: Vec<Arc<NpcSave>>) -> Self {
+        npcs.sort_by(|a, b| a.id.cmp(&b.id));
+        Self {
+            format_version: SAVE_FORMAT_VERSION,
+            crate_version: env!("CARGO_PKG_VERSION").to_owned(),
+            npcs,
+        }
+    }
+
+    /// The save as bytes in a format.
+    pub fn to_bytes(&self, format: SaveFormat) -> Result<Vec<u8>, String> {
+        match format {
+            SaveFormat::Json => serde_json::to_vec(self).map_err(|e| e.to_string()),
+            SaveFormat::Ron => ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default())
+                .map(String::into_bytes)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Reads a save from bytes in any supported format and version, and checks it.
+    /// Never panics, whatever the bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| LoadError::NotText {
+            offset: e.valid_up_to(),
+        })?;
+        let text = text.trim_start_matches('\u{feff}');
+        let body = text.trim_start();
+        if body.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        let ron = body.starts_with('(');
+        let version = if ron {
+            ron::from_str::<Header>(text)
+                .map(|h| h.format_version)
+                .map_err(|e| e.to_string())
+        } else {
+            serde_json::from_str::<Header>(text)
+                .map(|h| h.format_version)
+                .map_err(|e| e.to_string())
+        }
+        .map_err(LoadError::Malformed)?;
+        let save = migrate(version, text, ron)?;
+        save.validate()?;
+        Ok(save)
+    }
+
+    /// Writes the save to `path` crash-safely (temp file, fsync, atomic rename; the
+    /// previous file kept as `.bak`), in the format its extension names. Blocking:
+    /// the plugin calls it on the IO task pool.
+    pub fn write_to(&self, path: &Path) -> Result<usize, String> {
+        let bytes = self.to_bytes(SaveFormat::for_path(path))?;
+        super::file::write_atomic(path, &bytes).map_err(|e| e.to_string())?;
+        Ok(bytes.len())
+    }
+
+    /// Reads and checks the save at `path` (or its `.bak` if `path` is missing),
+    /// refusing files over `max_bytes` unread. Returns the path actually read.
+    /// Blocking: the plugin calls it on the IO task pool.
+    pub fn read_from(path: &Path, max_bytes: u64) -> Result<(std::path::PathBuf, Self), LoadError> {
+        let (read, bytes) = super::file::read_bounded(path, max_bytes)?;
+        Ok((read, Self::from_bytes(&bytes)?))
+    }
+
+    fn validate(&self) -> Result<(), LoadError> {
+        let mut previous: Option<&NpcId> = None;
+        for npc in &self.npcs {
+            if previous == Some(&npc.id) {
+                return Err(LoadError::Inconsistent(format!(
+                    "NPC {} appears twice",
+                    npc.id
+                )));
+            }
+            previous = Some(&npc.id);
+            npc.memory
+                .validate()
+                .map_err(|why| LoadError::Inconsistent(format!("NPC {}: {why}", npc.id)))?;
+        }
+        Ok(())
+    }
+}
+
+/// The one place where older formats become the current one. When the format
+/// changes, bump [`SAVE_FORMAT_VERSION`], keep the old structs in a module here,
+/// and convert them in a new arm.
+fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
+    match version {
+        SAVE_FORMAT_VERSION => {
+            let mut save: SaveGame = if ron {
+                ron::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+            } else {
+                serde_json::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+            };
+            save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(save)
+        }
+        found if found > SAVE_FORMAT_VERSION => Err(LoadError::UnsupportedVersion {
+            found,
+            newest: SAVE_FORMAT_VERSION,
+        }),
+        found => Err(LoadError::Malformed(format!(
+            "unknown format version {found}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn empty_and_odd_inputs_fail_cleanly() {
+        assert_eq!(SaveGame::from_bytes(b""), Err(LoadError::Empty));
+        assert_eq!(SaveGame::from_bytes(b"  \n"), Err(LoadError::Empty));
+        assert_eq!(
+            SaveGame::from_bytes(b"{\"a\xff\"}"),
+            Err(LoadError::NotText { offset: 3 })
+        );
+        assert!(matches!(
+            SaveGame::from_bytes(b"{\"format_version\": 1, \"npcs\": ["),
+            Err(LoadError::Malformed(_))
+        ));
+        assert!(matches!(
+            SaveGame::from_bytes(b"{\"keys\": []}"),
+            Err(LoadError::Malformed(_))
+        ));
+        assert_eq!(
+            SaveGame::from_bytes(b"{\"format_version\": 99}"),
+            Err(LoadError::UnsupportedVersion {
+                found: 99,
+                newest: 1
+            })
+        );
+    }
+
+    #[test]
+    fn both_formats_round_trip() {
+        let save = SaveGame::new(Vec::new());
+        for format in [SaveFormat::Json, SaveFormat::Ron] {
+            let bytes = save.to_bytes(format).unwrap();
+            assert_eq!(SaveGame::from_bytes(&bytes).unwrap(), save);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = SaveGame::from_bytes(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_json_like_text_never_panics(text in r#"[{}\[\]":,0-9a-z_ ]{0,200}"#) {
+            let with_version = format!("{{\"format_version\":1,{text}");
+            let _ = SaveGame::from_bytes(with_version.as_bytes());
+            let _ = SaveGame::from_bytes(text.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Savegames: the versioned snapshot format, crash-safe files, migration, and the
+//! import of the seed's Unity layout. Plain Rust; the plugin's save and load
+//! messages live in the Bevy adapter.
+
+mod file;
+mod format;
+mod unity;
+
+pub use file::backup_path;
+pub(crate) use file::{move_aside, read_bounded};
+pub use format::{LoadError, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame};
+pub use unity::import_unity_save;

@@ -1,0 +1,430 @@
+//! Savegames through the plugin: exact round trips, autosave, restore rules, slots,
+//! bad files, and the seed's Unity layout.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{Degradation, LoadError, Role, SaveGame, backup_path};
+use support::{Harness, persona, seed_sized, temp_dir};
+
+fn read_save(path: &Path) -> SaveGame {
+    SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
+}
+
+/// Two NPCs, several summaries each, and one degradation.
+fn played_app() -> Harness {
+    let backend = ScriptedBackend::new();
+    for i in 0..6 {
+        backend.push_reply(format!("reply {i}"));
+    }
+    backend
+        .push_summary("echo summary 1")
+        .push_summary("robot summary 1")
+        .push_failure(Purpose::Summary, BackendError::Other("down".into()))
+        .push_failure(Purpose::Summary, BackendError::Other("down".into()))
+        .push_summary("robot summary 2")
+        .push_summary("echo summary 2");
+    let mut h = Harness::new(seed_sized(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("robot", persona("Rusty"));
+    for round in 0..3 {
+        for npc in ["echo7", "robot"] {
+            h.say(npc, &format!("{npc} line {round}"));
+            h.settle();
+        }
+    }
+    h
+}
+
+#[test]
+fn a_round_trip_through_the_plugin_is_exact() {
+    let dir = temp_dir("round-trip");
+    let first = dir.join("slot.json");
+    let mut h = played_app();
+    assert!(
+        !h.inbox::<NpcMemoryDegraded>().is_empty(),
+        "the scenario includes a degradation"
+    );
+    h.save_to(&first);
+    let saved = read_save(&first);
+    assert_eq!(saved.npcs.len(), 2);
+    let echo = &saved.npcs[0].memory;
+    assert_eq!(echo.log.len(), 6);
+    assert!(
+        echo.history.len() >= 2,
+        "several summaries: {:?}",
+        echo.history
+    );
+    let degraded = saved.npcs.iter().any(|n| {
+        n.memory
+            .degradations
+            .iter()
+            .any(|d| matches!(d, Degradation::SummaryFailed { .. }))
+    });
+    assert!(degraded, "the degradation is saved");
+
+    // A fresh game loads it and saves it again: the two saves are identical.
+    let mut fresh = Harness::new(seed_sized(ScriptedBackend::new()));
+    fresh.load_from(&first);
+    assert_eq!(
+        fresh.inbox::<MemoryLoaded>()[0].npcs,
+        [NpcId::new("echo7"), NpcId::new("robot")]
+    );
+    let second = dir.join("again.ron");
+    fresh.save_to(&second);
+    assert_eq!(
+        read_save(&second),
+        saved,
+        "RON and JSON hold the same snapshot"
+    );
+    // The layers themselves match, L1 included.
+    assert_eq!(fresh.log("echo7"), h.log("echo7"));
+    assert_eq!(fresh.window("robot"), h.window("robot"));
+    assert_eq!(fresh.summary("robot"), h.summary("robot"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn autosave_writes_after_changes_coalesced_and_keeps_a_backup() {
+    let dir = temp_dir("autosave");
+    let path = dir.join("savegame.json");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("a", persona("A"));
+    h.spawn("b", persona("B"));
+    h.spawn("c", persona("C"));
+    h.wait_for::<MemorySaved>(1);
+    let writes_before = h.inbox::<MemorySaved>().len();
+    // Three NPCs change in the same frame: one write, not three.
+    for npc in ["a", "b", "c"] {
+        h.say(npc, "hello");
+    }
+    h.app.update();
+    h.settle();
+    h.wait_for::<MemorySaved>(writes_before + 1);
+    let saved = read_save(&path);
+    assert!(
+        saved.npcs.iter().all(|n| n.memory.log.len() == 2),
+        "every reply is in the save"
+    );
+    let writes = h.inbox::<MemorySaved>().len() - writes_before;
+    assert!(writes < 6, "6 messages were coalesced into {writes} writes");
+    assert!(
+        h.inbox::<MemorySaved>()[writes_before..]
+            .iter()
+            .all(|s| s.autosave && s.npcs == 3)
+    );
+    assert!(backup_path(&path).exists(), "the previous save is kept");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_restored_window_keeps_unsummarized_messages_and_late_npcs_find_their_memory() {
+    let dir = temp_dir("restore");
+    let path = dir.join("slot.json");
+    let backend = ScriptedBackend::new();
+    for i in 0..4 {
+        backend.push_reply(format!("reply {i}"));
+    }
+    for _ in 0..8 {
+        backend.push_failure(Purpose::Summary, BackendError::Other("down".into()));
+    }
+    let mut h = Harness::new(seed_sized(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("ghost", persona("Ghost"));
+    for i in 0..3 {
+        h.say("echo7", &format!("line {i}"));
+        h.settle();
+    }
+    h.say("ghost", "boo");
+    h.settle();
+    let window_before = h.window("echo7");
+    assert_eq!(
+        window_before.len(),
+        7,
+        "nothing was summarized, so nothing left the window"
+    );
+    h.save_to(&path);
+
+    // The new game spawns only ECHO-7 at first.
+    let mut fresh = Harness::new(seed_sized(ScriptedBackend::new()).with_autosave(&path));
+    fresh.load_from(&path);
+    assert_eq!(fresh.window("echo7"), window_before);
+    // The ghost was never spawned, yet its memory is saved again with the next change.
+    fresh.spawn("echo7", persona("ECHO-7"));
+    fresh.app.world_mut().write_message(ClearNpcMemory {
+        npc: NpcId::new("echo7"),
+    });
+    fresh.wait_for::<MemorySaved>(1);
+    let resaved = read_save(&path);
+    assert_eq!(
+        resaved
+            .npcs
+            .iter()
+            .find(|n| n.id == NpcId::new("ghost"))
+            .unwrap()
+            .memory
+            .log
+            .len(),
+        2
+    );
+    // Spawned later, the ghost finds it.
+    fresh.spawn("ghost", persona("Ghost"));
+    assert_eq!(fresh.log("ghost")[0], (Role::User, "boo".to_owned()));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn slots_never_leak_into_each_other() {
+    let dir = temp_dir("slots");
+    let (slot_a, slot_b) = (dir.join("a.json"), dir.join("b.json"));
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "I am from slot B");
+    h.settle();
+    h.save_to(&slot_b);
+    h.app.world_mut().write_message(ClearNpcMemory {
+        npc: NpcId::new("echo7"),
+    });
+    h.say("echo7", "I am from slot A");
+    h.settle();
+    h.save_to(&slot_a);
+
+    h.load_from(&slot_a);
+    h.say("echo7", "secret only A knows");
+    h.settle();
+    h.load_from(&slot_b);
+    let log = h.log("echo7");
+    assert_eq!(log.len(), 2);
+    assert!(
+        log.iter()
+            .all(|(_, text)| !text.contains("slot A") && !text.contains("secret")),
+        "{log:?}"
+    );
+    assert!(h.summary("echo7").is_empty() || !h.summary("echo7").contains("secret"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
+    let dir = temp_dir("bad-files");
+    let good = {
+        let mut h = Harness::new(NpcMemoryPlugin::default());
+        h.spawn("echo7", persona("ECHO-7"));
+        h.say("echo7", "remember me");
+        h.settle();
+        let path = dir.join("good.json");
+        h.save_to(&path);
+        fs::read_to_string(path).unwrap()
+    };
+    let future = good.replacen("\"format_version\":1", "\"format_version\":99", 1);
+    type Case = (&'static str, Vec<u8>, fn(&LoadError) -> bool);
+    let cases: Vec<Case> = vec![
+        (
+            "truncated",
+            good.as_bytes()[..good.len() / 2].to_vec(),
+            |e| matches!(e, LoadError::Malformed(_)),
+        ),
+        ("invalid", b"{ this is not json".to_vec(), |e| {
+            matches!(e, LoadError::Malformed(_))
+        }),
+        (
+            "schema",
+            br#"{"format_version": 1, "npcs": [{"name": "x"}], "crate_version": "0"}"#.to_vec(),
+            |e| matches!(e, LoadError::Malformed(_)),
+        ),
+        ("future", future.into_bytes(), |e| {
+            matches!(
+                e,
+                LoadError::UnsupportedVersion {
+                    found: 99,
+                    newest: 1
+                }
+            )
+        }),
+        ("empty", Vec::new(), |e| *e == LoadError::Empty),
+        ("utf8", vec![b'{', 0xff, 0xfe, b'}'], |e| {
+            matches!(e, LoadError::NotText { offset: 1 })
+        }),
+    ];
+
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "the memory in use");
+    h.settle();
+    let before = h.log("echo7");
+    for (name, bytes, expected) in &cases {
+        let path = dir.join(format!("{name}.json"));
+        fs::write(&path, bytes).unwrap();
+        h.load_from(&path);
+        let failure = h.inbox::<MemoryLoadFailed>().last().unwrap().clone();
+        assert!(expected(&failure.error), "{name}: {:?}", failure.error);
+        assert_eq!(failure.path, path);
+        let text = failure.to_string();
+        assert!(
+            text.contains(&format!("{name}.json")),
+            "{name}: the message names the file: {text}"
+        );
+        let moved = failure.moved_to.expect("the bad file is moved aside");
+        assert!(!path.exists() && moved.exists(), "{name}");
+        assert_eq!(
+            fs::read(&moved).unwrap(),
+            *bytes,
+            "{name}: moved, not changed"
+        );
+        assert_eq!(
+            h.log("echo7"),
+            before,
+            "{name}: the memory in use is untouched"
+        );
+    }
+
+    // A file of several hundred MB is refused without being read.
+    let huge = dir.join("huge.json");
+    fs::File::create(&huge)
+        .unwrap()
+        .set_len(400 * 1024 * 1024)
+        .unwrap();
+    h.load_from(&huge);
+    let failure = h.inbox::<MemoryLoadFailed>().last().unwrap();
+    assert!(
+        matches!(
+            failure.error,
+            LoadError::TooLarge {
+                bytes: 419_430_400,
+                ..
+            }
+        ),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(h.log("echo7"), before);
+
+    h.load_from(&dir.join("missing.json"));
+    assert_eq!(
+        h.inbox::<MemoryLoadFailed>().last().unwrap().error,
+        LoadError::NotFound
+    );
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_autosave_slot_is_restored_at_startup_and_a_corrupt_one_survives() {
+    let dir = temp_dir("startup-slot");
+    let path = dir.join("savegame.json");
+    {
+        let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+        h.spawn("echo7", persona("ECHO-7"));
+        h.say("echo7", "I'm Alex.");
+        h.settle();
+    } // dropping the app flushes the last autosave
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for::<MemoryLoaded>(1);
+    assert_eq!(
+        h.log("echo7")[0].1,
+        "I'm Alex.",
+        "restored on start, like the seed's RestoreState"
+    );
+    drop(h);
+
+    fs::write(&path, b"{ half a save").unwrap();
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "hello");
+    h.settle();
+    h.wait_for::<MemoryLoadFailed>(1);
+    let moved = h.inbox::<MemoryLoadFailed>()[0].moved_to.clone().unwrap();
+    assert_eq!(
+        fs::read(moved).unwrap(),
+        b"{ half a save",
+        "the player's old file survives"
+    );
+    h.wait_for::<MemorySaved>(1);
+    assert_eq!(
+        read_save(&path).npcs[0].memory.log.len(),
+        2,
+        "autosave goes on in the slot"
+    );
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_seeds_unity_save_is_imported_into_one_npc() {
+    // The seed's example file, comments and all.
+    let unity = r#"{
+    "keys": [
+        "ChatSystem", 
+        "ContextMemory"
+    ],
+    "values": [
+        // L2: 完整的对话流水账
+        "{\"logs\":[{\"role\":\"user\",\"content\":\"你好，我是Alex。现在要去修复供电系统。\"}, {\"role\":\"assistant\",\"content\":\"已记录。建议先前往配电室检查主断路器；如提供所在区域可给出更短路线。\"}]}", 
+        
+        // L3: 提炼后的语义总结
+        "{\"summary\":\"玩家名为Alex；当前目标是修复供电系统；已建议前往配电室检查主断路器，并可在提供所在区域后给出更短路线。\",\"counter\":2}"
+    ]
+}"#;
+    let dir = temp_dir("unity");
+    let path = dir.join("savegame.json");
+    fs::write(&path, unity).unwrap();
+    let mut h = Harness::new(seed_sized(ScriptedBackend::new()));
+    h.spawn_from_file("echo7", "npcs/echo7.zh.npc.ron");
+    h.app.world_mut().write_message(ImportUnitySave {
+        path: path.clone(),
+        npc: NpcId::new("echo7"),
+    });
+    h.wait_for::<MemoryLoaded>(1);
+    assert_eq!(
+        h.log("echo7"),
+        [
+            (
+                Role::User,
+                "你好，我是Alex。现在要去修复供电系统。".to_owned()
+            ),
+            (
+                Role::Assistant,
+                "已记录。建议先前往配电室检查主断路器；如提供所在区域可给出更短路线。".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        h.summary("echo7"),
+        "玩家名为Alex；当前目标是修复供电系统；已建议前往配电室检查主断路器，并可在提供所在区域后给出更短路线。"
+    );
+    // counter 2 = both messages arrived after that summary, so both stay uncovered
+    // and in the window, and the system prompt carries the summary.
+    let window = h.window("echo7");
+    assert_eq!(window.len(), 3);
+    assert!(
+        window[0]
+            .content
+            .starts_with("你是地堡安保与引导 AI（ECHO-7）")
+    );
+    assert!(window[0].content.ends_with("[前情提要]: 玩家名为Alex；当前目标是修复供电系统；已建议前往配电室检查主断路器，并可在提供所在区域后给出更短路线。"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn savegames_are_reflectable_for_reflection_based_save_systems() {
+    use bevy::reflect::serde::{TypedReflectDeserializer, TypedReflectSerializer};
+    use serde::de::DeserializeSeed;
+
+    let mut h = played_app();
+    let dir = temp_dir("reflect");
+    let path = dir.join("slot.json");
+    h.save_to(&path);
+    let save = read_save(&path);
+
+    let registry = h.app.world().resource::<bevy::ecs::reflect::AppTypeRegistry>().read();
+    let json = serde_json::to_string(&TypedReflectSerializer::new(&save, &registry)).unwrap();
+    let restored = TypedReflectDeserializer::of::<SaveGame>(&registry)
+        .deserialize(&mut serde_json::Deserializer::from_str(&json))
+        .unwrap()
+        .try_take::<SaveGame>()
+        .unwrap();
+    assert_eq!(restored, save);
+    fs::remove_dir_all(dir).ok();
+}
