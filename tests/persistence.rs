@@ -418,7 +418,11 @@ fn savegames_are_reflectable_for_reflection_based_save_systems() {
     h.save_to(&path);
     let save = read_save(&path);
 
-    let registry = h.app.world().resource::<bevy::ecs::reflect::AppTypeRegistry>().read();
+    let registry = h
+        .app
+        .world()
+        .resource::<bevy::ecs::reflect::AppTypeRegistry>()
+        .read();
     let json = serde_json::to_string(&TypedReflectSerializer::new(&save, &registry)).unwrap();
     let restored = TypedReflectDeserializer::of::<SaveGame>(&registry)
         .deserialize(&mut serde_json::Deserializer::from_str(&json))
