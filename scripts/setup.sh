@@ -3,11 +3,15 @@
 # use this script, so a fresh machine and CI are set up the same way.
 set -euo pipefail
 
-# System packages the build and tests need. The library enables no Bevy audio,
-# gamepad or window features, so it needs no ALSA, udev or X libraries. cmake and a
-# C++ compiler build llama.cpp's server for the real-peer tests (and help rustls'
-# aws-lc crypto build on machines where it wants them).
-APT_PACKAGES=(pkg-config cmake g++)
+# System packages the build and tests need.
+# - The library enables no Bevy audio, gamepad or window features, so it needs no
+#   ALSA, udev or X libraries itself.
+# - The examples open a real window (Bevy's defaults without audio): udev for
+#   gamepads, xkbcommon and wayland for input, and for the screenshot test a virtual
+#   X server (xvfb) with Mesa's software Vulkan (lavapipe).
+# - cmake and a C++ compiler build llama.cpp's server for the real-peer tests.
+APT_PACKAGES=(pkg-config cmake g++ libudev-dev libwayland-dev libxkbcommon-dev libxkbcommon-x11-0
+    xvfb xauth mesa-vulkan-drivers)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

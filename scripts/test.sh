@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets the machine up, starts a real llama.cpp server for the
-# real-peer tests, runs every test, and stops the server again.
+# real-peer tests, runs every test with every feature (the debug panel and the
+# bunker screenshot test need `debug-ui`), and stops the server again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,4 +11,4 @@ trap 'bash scripts/llama-server.sh stop' EXIT
 LLAMA_SERVER_URL="$(bash scripts/llama-server.sh url)"
 export LLAMA_SERVER_URL
 
-cargo test "$@"
+cargo test --all-features "$@"

@@ -79,11 +79,13 @@
 //! changes them, for tools, benchmarks, or other engines.
 #![warn(missing_docs)]
 
+mod debug_ui;
 mod llm;
 mod memory;
 mod plugin;
 mod save;
 
+pub use debug_ui::*;
 pub use llm::*;
 pub use memory::*;
 pub use plugin::*;

@@ -1,0 +1,495 @@
+//! The bunker: ECHO-7's terminal and RUSTY-3 the maintenance robot, each with its own
+//! memory, a chat panel, and the memory debug panel (F1).
+//!
+//! ```text
+//! cargo run --example bunker --features debug-ui -- [--zh] [--autoplay]
+//!     [--screenshot PATH] [--save PATH] [--trace FILE]
+//! ```
+//!
+//! The backend: `DEEPSEEK_API_KEY` or `OPENAI_API_KEY` in the environment gives the
+//! HTTP backend, `LLAMA_SERVER_URL` a local llama.cpp server; otherwise the offline
+//! backend runs and a banner says so. `--autoplay` plays the seed's walk-through
+//! through the offline backend with the debug panel open; with `--screenshot` it
+//! saves a screenshot once the conversation is done, then exits.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+
+use bevy::prelude::*;
+use bevy::render::view::screenshot::{Screenshot, save_to_disk};
+use bevy::window::WindowResolution;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{NpcMemoryDebugPlugin, OpenAiBackend, OpenAiConfig};
+
+const ECHO: &str = "echo7";
+const ROBOT: &str = "rusty";
+
+struct Args {
+    chinese: bool,
+    autoplay: bool,
+    screenshot: Option<PathBuf>,
+    save: PathBuf,
+    trace: Option<PathBuf>,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        chinese: false,
+        autoplay: false,
+        screenshot: None,
+        save: "savegame.json".into(),
+        trace: None,
+    };
+    let mut raw = std::env::args().skip(1);
+    while let Some(flag) = raw.next() {
+        match flag.as_str() {
+            "--zh" => args.chinese = true,
+            "--autoplay" => args.autoplay = true,
+            "--screenshot" => args.screenshot = raw.next().map(PathBuf::from),
+            "--save" => args.save = raw.next().map_or(args.save, PathBuf::from),
+            "--trace" => args.trace = raw.next().map(PathBuf::from),
+            other => eprintln!("ignoring unknown argument {other:?}"),
+        }
+    }
+    args
+}
+
+/// Which backend runs, and whether it is the offline one.
+fn backend(autoplay: bool) -> (Box<dyn FnOnce(NpcMemoryPlugin) -> NpcMemoryPlugin>, bool) {
+    let http = |config: OpenAiConfig| {
+        OpenAiBackend::new(config)
+            .map_err(|e| eprintln!("{e}"))
+            .ok()
+    };
+    let chosen = if autoplay {
+        None
+    } else if std::env::var_os("DEEPSEEK_API_KEY").is_some() {
+        http(OpenAiConfig::deepseek())
+    } else if std::env::var_os("OPENAI_API_KEY").is_some() {
+        http(OpenAiConfig::openai())
+    } else {
+        std::env::var("LLAMA_SERVER_URL")
+            .ok()
+            .and_then(|url| http(OpenAiConfig::llama_cpp(url)))
+    };
+    match chosen {
+        Some(backend) => (
+            Box::new(move |plugin: NpcMemoryPlugin| plugin.with_backend(backend)),
+            false,
+        ),
+        None => (
+            Box::new(|plugin: NpcMemoryPlugin| plugin.with_backend(OfflineBackend::default())),
+            true,
+        ),
+    }
+}
+
+#[derive(Resource)]
+struct Scene {
+    offline: bool,
+    chinese: bool,
+}
+
+/// The chat panel's state.
+#[derive(Resource)]
+struct Chat {
+    talking_to: NpcId,
+    input: String,
+    streaming: HashMap<NpcId, String>,
+    errors: HashMap<NpcId, String>,
+}
+
+/// The scripted conversation of `--autoplay`.
+#[derive(Resource)]
+struct Autoplay {
+    lines: VecDeque<(NpcId, String)>,
+    screenshot: Option<PathBuf>,
+    idle_frames: u32,
+    waited_frames: u32,
+    shot_at: Option<u32>,
+}
+
+fn main() -> AppExit {
+    let args = args();
+    let (with_backend, offline) = backend(args.autoplay);
+    let mut memory = with_backend(NpcMemoryPlugin::default().with_autosave(&args.save));
+    if args.autoplay {
+        memory = memory.with_window(4).with_summary_threshold(2);
+    }
+    if let Some(trace) = &args.trace {
+        memory = memory.with_trace_file(trace);
+    }
+    let mut debug = NpcMemoryDebugPlugin::default();
+    if args.autoplay {
+        debug = debug.open();
+    }
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: "bevy_npc_memory: the bunker".into(),
+                    resolution: WindowResolution::new(1280, 720),
+                    resizable: false,
+                    ..default()
+                }),
+                ..default()
+            })
+            // Find the personas wherever the binary is started from.
+            .set(AssetPlugin {
+                file_path: concat!(env!("CARGO_MANIFEST_DIR"), "/assets").into(),
+                ..default()
+            }),
+    )
+    .add_plugins((memory, debug))
+    .insert_resource(ClearColor(Color::srgb(0.06, 0.07, 0.08)))
+    .insert_resource(Scene {
+        offline,
+        chinese: args.chinese,
+    })
+    .insert_resource(Chat {
+        talking_to: NpcId::new(ECHO),
+        input: String::new(),
+        streaming: HashMap::new(),
+        errors: HashMap::new(),
+    })
+    .add_systems(Startup, (build_bunker, spawn_npcs))
+    .add_systems(Update, follow_replies.after(NpcMemorySystems::Collect))
+    .add_systems(EguiPrimaryContextPass, chat_panel);
+    if args.autoplay {
+        let file = if args.chinese {
+            "assets/autoplay/echo7.zh.txt"
+        } else {
+            "assets/autoplay/echo7.txt"
+        };
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file)
+                .unwrap_or_default();
+        let mut lines: VecDeque<(NpcId, String)> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| (NpcId::new(ECHO), l.to_owned()))
+            .collect();
+        lines.push_front((
+            NpcId::new(ROBOT),
+            "Rusty, please check the ventilation fans.".into(),
+        ));
+        app.insert_resource(Autoplay {
+            lines,
+            screenshot: args.screenshot,
+            idle_frames: 0,
+            waited_frames: 0,
+            shot_at: None,
+        })
+        .add_systems(Update, autoplay.before(NpcMemorySystems::Intake));
+    }
+    app.run()
+}
+
+fn build_bunker(mut commands: Commands) {
+    commands.spawn(Camera2d);
+    let rect = |color: Color, w: f32, h: f32, x: f32, y: f32, z: f32| {
+        (
+            Sprite::from_color(color, Vec2::new(w, h)),
+            Transform::from_xyz(x, y, z),
+        )
+    };
+    // Floor tiles and walls.
+    commands.spawn(rect(
+        Color::srgb(0.11, 0.12, 0.13),
+        1280.0,
+        720.0,
+        0.0,
+        0.0,
+        0.0,
+    ));
+    for i in 0..16 {
+        commands.spawn(rect(
+            Color::srgb(0.09, 0.10, 0.11),
+            2.0,
+            720.0,
+            -640.0 + i as f32 * 80.0,
+            0.0,
+            0.1,
+        ));
+    }
+    for j in 0..9 {
+        commands.spawn(rect(
+            Color::srgb(0.09, 0.10, 0.11),
+            1280.0,
+            2.0,
+            0.0,
+            -360.0 + j as f32 * 80.0,
+            0.1,
+        ));
+    }
+    commands.spawn(rect(
+        Color::srgb(0.20, 0.21, 0.23),
+        1280.0,
+        90.0,
+        0.0,
+        315.0,
+        0.2,
+    ));
+    for k in 0..20 {
+        let color = if k % 2 == 0 {
+            Color::srgb(0.85, 0.65, 0.10)
+        } else {
+            Color::srgb(0.12, 0.12, 0.12)
+        };
+        commands.spawn(rect(
+            color,
+            32.0,
+            14.0,
+            -624.0 + k as f32 * 32.0,
+            263.0,
+            0.3,
+        ));
+    }
+    // ECHO-7's terminal: a desk, a bezel and a glowing screen.
+    commands.spawn(rect(
+        Color::srgb(0.25, 0.27, 0.30),
+        260.0,
+        60.0,
+        -420.0,
+        30.0,
+        0.5,
+    ));
+    commands.spawn(rect(
+        Color::srgb(0.15, 0.16, 0.18),
+        220.0,
+        150.0,
+        -420.0,
+        150.0,
+        0.5,
+    ));
+    commands.spawn(rect(
+        Color::srgb(0.05, 0.55, 0.50),
+        196.0,
+        124.0,
+        -420.0,
+        150.0,
+        0.6,
+    ));
+    commands.spawn(rect(
+        Color::srgba(0.2, 0.9, 0.8, 0.08),
+        420.0,
+        300.0,
+        -420.0,
+        140.0,
+        0.4,
+    ));
+    label(
+        &mut commands,
+        "ECHO-7  security & guidance AI",
+        -420.0,
+        245.0,
+    );
+    // RUSTY-3: body, head, eye and wheels.
+    commands.spawn(rect(
+        Color::srgb(0.80, 0.42, 0.12),
+        90.0,
+        110.0,
+        -130.0,
+        60.0,
+        0.5,
+    ));
+    commands.spawn(rect(
+        Color::srgb(0.70, 0.36, 0.10),
+        64.0,
+        50.0,
+        -130.0,
+        145.0,
+        0.5,
+    ));
+    commands.spawn(rect(
+        Color::srgb(0.3, 0.9, 1.0),
+        30.0,
+        10.0,
+        -130.0,
+        150.0,
+        0.6,
+    ));
+    commands.spawn(rect(
+        Color::srgb(0.1, 0.1, 0.1),
+        100.0,
+        16.0,
+        -130.0,
+        0.0,
+        0.6,
+    ));
+    label(&mut commands, "RUSTY-3  maintenance", -130.0, 195.0);
+}
+
+fn label(commands: &mut Commands, text: &str, x: f32, y: f32) {
+    commands.spawn((
+        Text2d::new(text),
+        TextFont::from_font_size(16.0),
+        TextColor(Color::srgb(0.75, 0.95, 0.9)),
+        Transform::from_xyz(x, y, 1.0),
+    ));
+}
+
+fn spawn_npcs(mut commands: Commands, assets: Res<AssetServer>, scene: Res<Scene>) {
+    let echo = if scene.chinese {
+        "npcs/echo7.zh.npc.ron"
+    } else {
+        "npcs/echo7.npc.ron"
+    };
+    commands.spawn(Npc::new(ECHO, assets.load(echo)));
+    commands.spawn(Npc::new(ROBOT, assets.load("npcs/rusty.npc.ron")));
+}
+
+fn follow_replies(
+    mut chat: ResMut<Chat>,
+    mut deltas: MessageReader<NpcReplyDelta>,
+    mut replies: MessageReader<NpcReplied>,
+    mut failures: MessageReader<NpcReplyFailed>,
+) {
+    for delta in deltas.read() {
+        chat.streaming
+            .entry(delta.npc.clone())
+            .or_default()
+            .push_str(&delta.delta);
+    }
+    for reply in replies.read() {
+        chat.streaming.remove(&reply.npc);
+        chat.errors.remove(&reply.npc);
+    }
+    for failure in failures.read() {
+        chat.streaming.remove(&failure.npc);
+        chat.errors
+            .insert(failure.npc.clone(), failure.error.to_string());
+    }
+}
+
+fn chat_panel(
+    mut egui: EguiContexts,
+    mut chat: ResMut<Chat>,
+    scene: Res<Scene>,
+    logs: Res<ChatLogs>,
+    contexts: Res<ContextMemoryManager>,
+    conversations: Res<Conversations>,
+    mut talk: MessageWriter<TalkToNpc>,
+) -> Result {
+    let ctx = egui.ctx_mut()?;
+    if scene.offline {
+        egui::Area::new("offline".into()).fixed_pos([20.0, 8.0]).show(ctx, |ui| {
+            ui.colored_label(egui::Color32::from_rgb(255, 120, 90), "OFFLINE: no language model connected, replies are placeholders (set DEEPSEEK_API_KEY, OPENAI_API_KEY or LLAMA_SERVER_URL)");
+        });
+    }
+    egui::Window::new("Comms")
+        .default_pos([20.0, 400.0])
+        .default_size([780.0, 300.0])
+        .show(ctx, |ui| {
+            ui.horizontal(|ui| {
+                ui.label("Talk to");
+                for (id, name) in [(ECHO, "ECHO-7"), (ROBOT, "RUSTY-3")] {
+                    let npc = NpcId::new(id);
+                    if ui.selectable_label(chat.talking_to == npc, name).clicked() {
+                        chat.talking_to = npc;
+                    }
+                }
+            });
+            let npc = chat.talking_to.clone();
+            let name = contexts
+                .get(&npc)
+                .map_or(npc.to_string(), |c| c.persona().name.clone());
+            egui::ScrollArea::vertical()
+                .max_height(190.0)
+                .stick_to_bottom(true)
+                .show(ui, |ui| {
+                    for message in logs.get(&npc).map(|l| l.messages()).unwrap_or_default() {
+                        let who = if message.role == Role::User {
+                            "You"
+                        } else {
+                            name.as_str()
+                        };
+                        ui.label(format!("{who}: {}", message.content));
+                    }
+                    match chat.streaming.get(&npc) {
+                        Some(partial) => {
+                            ui.label(format!("{name}: {partial}▌"));
+                        }
+                        None if conversations.reply_in_flight(&npc) => {
+                            ui.weak(format!("{name} is thinking…"));
+                        }
+                        None => {}
+                    }
+                    if let Some(error) = chat.errors.get(&npc) {
+                        ui.colored_label(egui::Color32::LIGHT_RED, format!("No answer: {error}"));
+                    }
+                });
+            ui.horizontal(|ui| {
+                let field = ui.add(
+                    egui::TextEdit::singleline(&mut chat.input)
+                        .desired_width(640.0)
+                        .hint_text("Say something…"),
+                );
+                let enter = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                if (ui.button("Send").clicked() || enter) && !chat.input.trim().is_empty() {
+                    talk.write(TalkToNpc {
+                        npc: npc.clone(),
+                        text: std::mem::take(&mut chat.input),
+                    });
+                    field.request_focus();
+                }
+            });
+        });
+    Ok(())
+}
+
+/// Plays the script one line at a time, waiting for each answer and summary, then
+/// takes the screenshot and exits.
+fn autoplay(
+    mut commands: Commands,
+    mut script: ResMut<Autoplay>,
+    mut chat: ResMut<Chat>,
+    conversations: Res<Conversations>,
+    contexts: Res<ContextMemoryManager>,
+    mut talk: MessageWriter<TalkToNpc>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    let ready =
+        contexts.get(&NpcId::new(ECHO)).is_some() && contexts.get(&NpcId::new(ROBOT)).is_some();
+    script.waited_frames += 1;
+    if script.waited_frames > 3000 {
+        eprintln!("autoplay gave up: the NPCs never became ready or idle");
+        exit.write(AppExit::error());
+        return;
+    }
+    if !ready || !conversations.is_idle() {
+        script.idle_frames = 0;
+        return;
+    }
+    script.idle_frames += 1;
+    if script.idle_frames < 20 {
+        return;
+    }
+    if let Some((npc, line)) = script.lines.pop_front() {
+        chat.talking_to = npc.clone();
+        talk.write(TalkToNpc { npc, text: line });
+        script.idle_frames = 0;
+        return;
+    }
+    let Some(path) = script.screenshot.clone() else {
+        return;
+    };
+    match script.shot_at {
+        None => {
+            commands
+                .spawn(Screenshot::primary_window())
+                .observe(save_to_disk(path));
+            script.shot_at = Some(script.idle_frames);
+        }
+        Some(at) if path.exists() && script.idle_frames > at + 10 => {
+            exit.write(AppExit::Success);
+        }
+        Some(at) if script.idle_frames > at + 600 => {
+            eprintln!("the screenshot was never written");
+            exit.write(AppExit::error());
+        }
+        Some(_) => {}
+    }
+}
