@@ -44,9 +44,10 @@ fn summarize_if_due(layers: &mut bevy_npc_memory::LayersMut<'_>) {
 
 fn per_message(c: &mut Criterion) {
     let mut group = c.benchmark_group("record_trim_summarize");
-    for log_len in [1_000, 100_000] {
-        let mut memory = memory_with_log(20, log_len);
-        group.bench_with_input(BenchmarkId::from_parameter(log_len), &log_len, |b, _| {
+    for (window, log_len) in [(20, 1_000), (20, 100_000), (200, 1_000), (200, 100_000)] {
+        let mut memory = memory_with_log(window, log_len);
+        let id = BenchmarkId::new(format!("window{window}"), log_len);
+        group.bench_with_input(id, &log_len, |b, _| {
             let mut layers = memory.layers();
             let mut i = 0u64;
             b.iter(|| {
@@ -78,6 +79,24 @@ fn prompt_assembly(c: &mut Criterion) {
     group.finish();
 }
 
+/// Starting and finishing one summary (the bookkeeping, not the model's work).
+fn summary_bookkeeping(c: &mut Criterion) {
+    let mut group = c.benchmark_group("summary_bookkeeping");
+    for log_len in [1_000, 100_000] {
+        let mut memory = memory_with_log(20, log_len);
+        group.bench_with_input(BenchmarkId::from_parameter(log_len), &log_len, |b, _| {
+            let mut layers = memory.layers();
+            b.iter(|| {
+                layers.record(Role::User, "one more line", 0.0);
+                layers.request_summary();
+                let job = layers.start_summary().expect("a manual summary is due");
+                black_box(layers.finish_summary(job.id, Ok("The player is Alex."), Duration::ZERO))
+            });
+        });
+    }
+    group.finish();
+}
+
 fn token_estimate(c: &mut Criterion) {
     let english = "From the storage area, turn right into the maintenance corridor and take the second fork left.";
     let chinese = "从仓储区出门右转进入维护走廊，沿主干道前进到第二个分岔口左转即可到配电室。";
@@ -89,5 +108,11 @@ fn token_estimate(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, per_message, prompt_assembly, token_estimate);
+criterion_group!(
+    benches,
+    per_message,
+    prompt_assembly,
+    summary_bookkeeping,
+    token_estimate
+);
 criterion_main!(benches);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bevy::asset::AssetLoadFailedEvent;
-use bevy::diagnostic::Diagnostics;
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
@@ -15,7 +14,7 @@ use super::messages::*;
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
-use super::usage::{LlmUsage, RequestOutcome, measure};
+use super::usage::{LlmUsage, RequestOutcome};
 use crate::llm::{BackendError, ChatRequest, ChatResponse, Purpose, ReplyInput, RequestKind};
 use crate::memory::{
     Degradation, MemoryConfig, NpcId, Role, SummaryJob, SummaryJobId, SummaryOutcome,
@@ -143,7 +142,7 @@ pub(crate) struct Outbox<'w> {
 
 /// Everything the pipeline changes, borrowed together.
 #[derive(SystemParam)]
-pub(crate) struct Pipeline<'w, 's> {
+pub(crate) struct Pipeline<'w> {
     layers: Layers<'w>,
     conversations: ResMut<'w, Conversations>,
     bridge: ResMut<'w, LlmBridge>,
@@ -152,11 +151,10 @@ pub(crate) struct Pipeline<'w, 's> {
     time: Res<'w, Time>,
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
-    diagnostics: Diagnostics<'w, 's>,
     out: Outbox<'w>,
 }
 
-impl<'w> Pipeline<'w, '_> {
+impl<'w> Pipeline<'w> {
     /// A player line: checked, then answered now or queued.
     fn say(&mut self, npc: &NpcId, text: String) {
         let chars = text.chars().count();
@@ -264,14 +262,18 @@ impl<'w> Pipeline<'w, '_> {
 
     fn send(&mut self, request: ChatRequest, summary_job: Option<SummaryJobId>) {
         let purpose = request.purpose();
-        self.telemetry.emit(TelemetryEvent::Request {
-            npc: request.npc.clone(),
-            purpose,
-            backend: self.bridge.backend_name(purpose).to_owned(),
-            at: self.time.elapsed_secs_f64(),
-            estimated_tokens: estimate_prompt_tokens(&request.messages),
-            messages: request.messages.clone(),
-        });
+        // Copying the prompt and estimating its tokens costs microseconds per request;
+        // only pay for it when someone records telemetry.
+        if self.telemetry.is_recording() {
+            self.telemetry.emit(TelemetryEvent::Request {
+                npc: request.npc.clone(),
+                purpose,
+                backend: self.bridge.backend_name(purpose).to_owned(),
+                at: self.time.elapsed_secs_f64(),
+                estimated_tokens: estimate_prompt_tokens(&request.messages),
+                messages: request.messages.clone(),
+            });
+        }
         let npc = request.npc.clone();
         let ticket = self.bridge.spawn(request, summary_job);
         self.conversations.start(&npc, purpose, ticket);
@@ -298,17 +300,18 @@ impl<'w> Pipeline<'w, '_> {
             usage: result.as_ref().ok().and_then(|r| r.usage),
         };
         self.usage.record(&npc, purpose, &outcome);
-        measure(&mut self.diagnostics, &outcome);
-        self.telemetry.emit(TelemetryEvent::Response {
-            npc: npc.clone(),
-            purpose,
-            latency_ms: latency.as_secs_f64() * 1000.0,
-            retries,
-            content: result.as_ref().ok().map(|r| r.content.clone()),
-            error: result.as_ref().err().map(ToString::to_string),
-            estimated_tokens: result.as_ref().map_or(0, |r| estimate_tokens(&r.content)),
-            usage: outcome.usage,
-        });
+        if self.telemetry.is_recording() {
+            self.telemetry.emit(TelemetryEvent::Response {
+                npc: npc.clone(),
+                purpose,
+                latency_ms: latency.as_secs_f64() * 1000.0,
+                retries,
+                content: result.as_ref().ok().map(|r| r.content.clone()),
+                error: result.as_ref().err().map(ToString::to_string),
+                estimated_tokens: result.as_ref().map_or(0, |r| estimate_tokens(&r.content)),
+                usage: outcome.usage,
+            });
+        }
         match (purpose, summary_job) {
             (Purpose::Summary, Some(job)) => self.summary_finished(&npc, job, result, latency),
             _ => self.reply_finished(&npc, result),
@@ -567,8 +570,14 @@ pub(crate) fn take_requests(
     }
 }
 
+/// Applies finished requests, within a time budget per frame: a burst of replies is
+/// spread over a few frames instead of stalling one.
 pub(crate) fn collect_results(mut pipeline: Pipeline) {
-    while let Some(event) = pipeline.bridge.try_next() {
+    let started = std::time::Instant::now();
+    let budget = pipeline.settings.collect_budget;
+    while started.elapsed() < budget
+        && let Some(event) = pipeline.bridge.try_next()
+    {
         match event {
             TaskEvent::Delta { npc, task, text } => {
                 if pipeline.conversations.is_current(&npc, task) {

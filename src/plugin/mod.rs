@@ -199,6 +199,10 @@ impl Plugin for NpcMemoryPlugin {
                 ),
             );
         app.add_systems(Startup, persistence::load_autosave_slot)
+            .add_systems(
+                Update,
+                usage::measure_diagnostics.after(NpcMemorySystems::Persist),
+            )
             .add_systems(Last, persistence::flush_on_exit);
         persistence::plugin(app, self.saves.clone());
         messages::plugin(app);

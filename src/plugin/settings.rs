@@ -23,6 +23,9 @@ pub struct NpcMemorySettings {
     /// Requests that may run at once over all NPCs; more wait their turn. Read when
     /// the plugin is built.
     pub max_concurrent_requests: usize,
+    /// Most main-thread time per frame spent applying finished requests. A burst of
+    /// replies beyond it is applied over the next frames, so it never stalls one.
+    pub collect_budget: Duration,
 }
 
 impl Default for NpcMemorySettings {
@@ -33,6 +36,7 @@ impl Default for NpcMemorySettings {
             max_line_chars: 4000,
             request_timeout: Duration::from_secs(60),
             max_concurrent_requests: 4,
+            collect_budget: Duration::from_micros(500),
         }
     }
 }

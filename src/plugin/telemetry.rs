@@ -134,6 +134,12 @@ impl Telemetry {
         self.file.as_ref().map(|file| file.path.as_path())
     }
 
+    /// Whether anything listens: a trace file, or a `tracing` subscriber at debug
+    /// level for the telemetry target. Callers skip building events when not.
+    pub fn is_recording(&self) -> bool {
+        self.file.is_some() || tracing::enabled!(target: TELEMETRY_TARGET, tracing::Level::DEBUG)
+    }
+
     /// Records an event.
     pub fn emit(&self, event: TelemetryEvent) {
         log_event(&event);

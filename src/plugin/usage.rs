@@ -87,6 +87,7 @@ impl UsageStats {
 }
 
 /// What one finished request contributes to the figures.
+#[derive(Clone, Debug)]
 pub(crate) struct RequestOutcome {
     pub(crate) ok: bool,
     pub(crate) retries: u32,
@@ -99,6 +100,8 @@ pub(crate) struct RequestOutcome {
 pub struct LlmUsage {
     per_npc: HashMap<(NpcId, Purpose), UsageStats>,
     total: HashMap<Purpose, UsageStats>,
+    /// Finished requests not yet measured as Bevy diagnostics.
+    unmeasured: Vec<RequestOutcome>,
 }
 
 impl LlmUsage {
@@ -118,6 +121,7 @@ impl LlmUsage {
             .or_default()
             .record(outcome);
         self.total.entry(purpose).or_default().record(outcome);
+        self.unmeasured.push(outcome.clone());
     }
 }
 
@@ -133,7 +137,18 @@ pub(crate) fn plugin(app: &mut App) {
     }
 }
 
-pub(crate) fn measure(diagnostics: &mut Diagnostics, outcome: &RequestOutcome) {
+/// Turns finished requests into Bevy diagnostics. The only plugin system with
+/// deferred work, and ordered last, so it adds no sync point inside the pipeline.
+pub(crate) fn measure_diagnostics(mut usage: ResMut<LlmUsage>, mut diagnostics: Diagnostics) {
+    if usage.unmeasured.is_empty() {
+        return;
+    }
+    for outcome in usage.unmeasured.drain(..) {
+        measure(&mut diagnostics, &outcome);
+    }
+}
+
+fn measure(diagnostics: &mut Diagnostics, outcome: &RequestOutcome) {
     if let Some(usage) = outcome.usage {
         diagnostics.add_measurement(&diagnostics::PROMPT_TOKENS, || usage.prompt_tokens as f64);
         diagnostics.add_measurement(&diagnostics::COMPLETION_TOKENS, || {

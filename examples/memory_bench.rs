@@ -1,0 +1,517 @@
+//! How much of what an NPC needs is still in its prompt after hundreds of turns,
+//! and at what token cost: LoCoMo conversations replayed through the real memory
+//! core, with the offline backend writing the summaries.
+//!
+//! ```text
+//! cargo run --release --example memory_bench -- --data PATH --strategy full|window|summary
+//!     [--window N] [--threshold N] [--budget TOKENS] [--json]
+//! ```
+//!
+//! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
+//! every question is the player's next line; the context is the message list the
+//! plugin would send for it. Evidence recall counts the question's evidence turns
+//! present *as messages* in that context (summary text does not count).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bevy_npc_memory::{
+    LogIndex, MemoryConfig, NpcMemory, OfflineBackend, PersonaPrompt, PromptMessage, Role,
+    SummaryOutcome, SummaryStyle, estimate_prompt_tokens,
+};
+use serde_json::{Value, json};
+
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary [--window N] [--threshold N] [--budget TOKENS] [--json]";
+
+struct Args {
+    data: PathBuf,
+    strategy: String,
+    window: usize,
+    threshold: Option<usize>,
+    budget: Option<usize>,
+    json: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        data: PathBuf::new(),
+        strategy: String::new(),
+        window: 20,
+        threshold: None,
+        budget: None,
+        json: false,
+    };
+    let mut raw = std::env::args().skip(1);
+    while let Some(flag) = raw.next() {
+        let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
+        let number = |text: String| {
+            text.parse::<usize>()
+                .map_err(|_| format!("{flag} needs a number, got {text:?}"))
+        };
+        match flag.as_str() {
+            "--data" => args.data = value()?.into(),
+            "--strategy" => args.strategy = value()?,
+            "--window" => args.window = number(value()?)?,
+            "--threshold" => args.threshold = Some(number(value()?)?),
+            "--budget" => args.budget = Some(number(value()?)?),
+            "--json" => args.json = true,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if args.data.as_os_str().is_empty() {
+        return Err("--data is required".into());
+    }
+    Ok(args)
+}
+
+/// How a strategy builds the context for a question. One small type each.
+trait Strategy {
+    /// The messages sent, each with the log index it came from (None: not a log message).
+    fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)>;
+}
+
+/// Every message: the upper bound, and the cost of sending everything.
+struct Full;
+/// The system prompt and the last `window - 1` messages, as the seed's L1 alone.
+struct WindowOnly;
+/// L1 + L3 as the plugin runs them: persona + summary, then the window.
+struct Summary;
+
+impl Strategy for Full {
+    fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)> {
+        let mut context = vec![(
+            None,
+            PromptMessage::new(Role::System, replay.memory.context.persona().text.clone()),
+        )];
+        context.extend(
+            replay
+                .memory
+                .log
+                .messages()
+                .iter()
+                .map(|m| (Some(m.index), m.to_prompt())),
+        );
+        context.push((None, PromptMessage::new(Role::User, question)));
+        context
+    }
+}
+
+impl Strategy for WindowOnly {
+    fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)> {
+        let messages = replay.memory.log.messages();
+        // The question takes one place in the window, the system prompt another.
+        let keep = replay.window.saturating_sub(2).min(messages.len());
+        let mut context = vec![(
+            None,
+            PromptMessage::new(Role::System, replay.memory.context.persona().text.clone()),
+        )];
+        context.extend(
+            messages[messages.len() - keep..]
+                .iter()
+                .map(|m| (Some(m.index), m.to_prompt())),
+        );
+        context.push((None, PromptMessage::new(Role::User, question)));
+        context
+    }
+}
+
+impl Strategy for Summary {
+    fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)> {
+        // The exact prompt the plugin would send: record the line on a copy, as the
+        // plugin does before a reply request, and read the window back.
+        let mut memory = replay.memory.clone();
+        let next = memory.log.next_index();
+        let mut layers = memory.layers();
+        layers.record(Role::User, question, replay.last_timestamp);
+        let window = &memory.window;
+        let mut context = vec![(
+            None,
+            PromptMessage::new(Role::System, window.system_prompt()),
+        )];
+        context.extend(window.messages(&memory.log).iter().map(|m| {
+            (
+                if m.index == next { None } else { Some(m.index) },
+                m.to_prompt(),
+            )
+        }));
+        context
+    }
+}
+
+/// Drops the oldest log messages until the context fits the budget.
+fn apply_budget(
+    mut context: Vec<(Option<LogIndex>, PromptMessage)>,
+    budget: Option<usize>,
+) -> Vec<(Option<LogIndex>, PromptMessage)> {
+    let Some(budget) = budget else { return context };
+    let tokens = |c: &[(Option<LogIndex>, PromptMessage)]| {
+        estimate_prompt_tokens(&c.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>())
+    };
+    while tokens(&context) > budget {
+        match context.iter().position(|(index, _)| index.is_some()) {
+            Some(oldest) => {
+                context.remove(oldest);
+            }
+            None => break,
+        }
+    }
+    context
+}
+
+/// One conversation replayed into one NPC's memory.
+struct Replay {
+    memory: NpcMemory,
+    window: usize,
+    dia_ids: HashMap<String, LogIndex>,
+    last_timestamp: f64,
+    summary_requests: usize,
+    bookkeeping: Duration,
+    messages: usize,
+}
+
+fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, String> {
+    let sample = record
+        .get("sample_id")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let where_ = |what: &str| format!("{}: conversation {sample}: {what}", file.display());
+    let conversation = record
+        .get("conversation")
+        .and_then(Value::as_object)
+        .ok_or_else(|| where_("no `conversation` object"))?;
+    let speaker_a = conversation
+        .get("speaker_a")
+        .and_then(Value::as_str)
+        .ok_or_else(|| where_("no `speaker_a`"))?;
+    let speaker_b = conversation
+        .get("speaker_b")
+        .and_then(Value::as_str)
+        .unwrap_or("NPC");
+    let mut sessions: Vec<(u32, &Vec<Value>)> = conversation
+        .iter()
+        .filter_map(|(key, value)| {
+            let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
+            Some((n, value.as_array()?))
+        })
+        .collect();
+    if sessions.is_empty() {
+        return Err(where_("no sessions"));
+    }
+    sessions.sort_by_key(|(n, _)| *n);
+
+    let persona = PersonaPrompt {
+        name: speaker_b.to_owned(),
+        text: format!("You are {speaker_b}, talking with {speaker_a}.").into(),
+        style: SummaryStyle::english(),
+    };
+    let mut memory = NpcMemory::new(persona, config);
+    let backend = OfflineBackend::default();
+    let mut dia_ids = HashMap::new();
+    let (mut summary_requests, mut bookkeeping, mut messages, mut last_timestamp) =
+        (0, Duration::ZERO, 0, 0.0);
+    for (n, turns) in sessions {
+        let date = conversation
+            .get(&format!("session_{n}_date_time"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let timestamp = parse_date(date).unwrap_or(f64::from(n) * 86_400.0);
+        last_timestamp = timestamp;
+        for turn in turns {
+            let speaker = turn.get("speaker").and_then(Value::as_str).unwrap_or("");
+            let mut text = turn
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+                text.push_str(&format!(" [shares a photo: {caption}]"));
+            }
+            let role = if speaker == speaker_a {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let started = Instant::now();
+            let mut layers = memory.layers();
+            let index = layers.record(role, text, timestamp).index;
+            while let Some(job) = layers.start_summary() {
+                summary_requests += 1;
+                let digest = backend.digest(&job.input);
+                if !matches!(
+                    layers.finish_summary(job.id, Ok(&digest), Duration::ZERO),
+                    SummaryOutcome::Updated(_)
+                ) {
+                    break;
+                }
+            }
+            bookkeeping += started.elapsed();
+            messages += 1;
+            if let Some(id) = turn.get("dia_id").and_then(Value::as_str) {
+                dia_ids.insert(normalize(id), index);
+            }
+        }
+    }
+    Ok(Replay {
+        memory,
+        window: config.window(),
+        dia_ids,
+        last_timestamp,
+        summary_requests,
+        bookkeeping,
+        messages,
+    })
+}
+
+/// Evidence ids as the data's README says: split on `;` and spaces, drop a stray
+/// `:` after `D`, strip leading zeros.
+fn normalize(id: &str) -> String {
+    let id = id.trim().replacen("D:", "D", 1);
+    match id.split_once(':') {
+        Some((session, turn)) => {
+            let strip = |s: &str| s.trim_start_matches('0').to_owned();
+            format!(
+                "D{}:{}",
+                strip(session.trim_start_matches('D')),
+                strip(turn)
+            )
+        }
+        None => id,
+    }
+}
+
+fn evidence(qa: &Value) -> Vec<String> {
+    qa.get("evidence")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .flat_map(|s| s.split([';', ' ']))
+                .filter(|s| !s.trim().is_empty())
+                .map(normalize)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// "1:56 pm on 8 May, 2023" as seconds since 1970.
+fn parse_date(text: &str) -> Option<f64> {
+    let (time, date) = text.split_once(" on ")?;
+    let (clock, half) = time.trim().split_once(' ')?;
+    let (h, m) = clock.split_once(':')?;
+    let mut hour: i64 = h.parse().ok()?;
+    let minute: i64 = m.parse().ok()?;
+    if half.eq_ignore_ascii_case("pm") && hour != 12 {
+        hour += 12;
+    } else if half.eq_ignore_ascii_case("am") && hour == 12 {
+        hour = 0;
+    }
+    let parts: Vec<&str> = date.split([' ', ',']).filter(|p| !p.is_empty()).collect();
+    let [day, month, year] = parts[..] else {
+        return None;
+    };
+    let day: i64 = day.parse().ok()?;
+    let months = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
+    let year: i64 = year.parse().ok()?;
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hour * 3600 + minute * 60) as f64)
+}
+
+#[derive(Default)]
+struct Tally {
+    recall: Vec<f64>,
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+fn percentile(values: &[f64], quantile: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[((sorted.len() - 1) as f64 * quantile).round() as usize]
+}
+
+fn run(args: &Args) -> Result<Value, String> {
+    let strategy: Box<dyn Strategy> = match args.strategy.as_str() {
+        "full" => Box::new(Full),
+        "window" => Box::new(WindowOnly),
+        "summary" => Box::new(Summary),
+        other => {
+            return Err(format!(
+                "unknown strategy {other:?} (full, window, summary)"
+            ));
+        }
+    };
+    let file = &args.data;
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let records: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(records)) => records,
+        Ok(_) => {
+            return Err(format!(
+                "{}: expected a JSON list of conversations",
+                file.display()
+            ));
+        }
+        Err(e) => return Err(format!("{}: invalid JSON: {e}", file.display())),
+    };
+    let config = MemoryConfig {
+        summary_threshold: args.threshold,
+        ..MemoryConfig::with_window(args.window)
+    };
+
+    let mut by_category: BTreeMap<u64, Tally> = BTreeMap::new();
+    let (mut skipped, mut questions, mut fully) = (0usize, 0usize, 0usize);
+    let (mut tokens, mut full_tokens) = (Vec::new(), Vec::new());
+    let (mut summary_requests, mut bookkeeping, mut messages) = (0, Duration::ZERO, 0);
+    for record in &records {
+        let replay = replay(record, &config, file)?;
+        summary_requests += replay.summary_requests;
+        bookkeeping += replay.bookkeeping;
+        messages += replay.messages;
+        for qa in record
+            .get("qa")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let question = qa.get("question").and_then(Value::as_str).unwrap_or("");
+            let category = qa.get("category").and_then(Value::as_u64).unwrap_or(0);
+            let wanted: HashSet<LogIndex> = evidence(qa)
+                .iter()
+                .filter_map(|id| replay.dia_ids.get(id).copied())
+                .collect();
+            if wanted.is_empty() {
+                skipped += 1;
+                continue;
+            }
+            questions += 1;
+            let context = apply_budget(strategy.context(&replay, question), args.budget);
+            let present: HashSet<LogIndex> =
+                context.iter().filter_map(|(index, _)| *index).collect();
+            let found = wanted.iter().filter(|i| present.contains(i)).count();
+            let recall = found as f64 / wanted.len() as f64;
+            by_category.entry(category).or_default().recall.push(recall);
+            if (1..=4).contains(&category) && found == wanted.len() {
+                fully += 1;
+            }
+            tokens.push(estimate_prompt_tokens(
+                &context.into_iter().map(|(_, m)| m).collect::<Vec<_>>(),
+            ) as f64);
+            let all = Full
+                .context(&replay, question)
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect::<Vec<_>>();
+            full_tokens.push(estimate_prompt_tokens(&all) as f64);
+        }
+    }
+    let scored: Vec<f64> = by_category
+        .iter()
+        .filter(|(c, _)| (1..=4).contains(*c))
+        .flat_map(|(_, t)| t.recall.clone())
+        .collect();
+    let context_mean = mean(&tokens);
+    let full_mean = mean(&full_tokens);
+    Ok(json!({
+        "strategy": args.strategy,
+        "window": config.window(),
+        "threshold": config.threshold(),
+        "budget": args.budget,
+        "conversations": records.len(),
+        "questions": questions,
+        "skipped": skipped,
+        "evidence_recall": {
+            "overall": mean(&scored),
+            "by_category": by_category.iter().map(|(c, t)| (c.to_string(), json!(mean(&t.recall)))).collect::<serde_json::Map<_, _>>(),
+            "fully_covered": if scored.is_empty() { 0.0 } else { fully as f64 / scored.len() as f64 },
+        },
+        "context_tokens": { "mean": context_mean, "p50": percentile(&tokens, 0.5), "p95": percentile(&tokens, 0.95) },
+        "full_history_tokens_mean": full_mean,
+        "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
+        "summary_requests": summary_requests,
+        "ns_per_message": if messages > 0 { bookkeeping.as_nanos() as f64 / messages as f64 } else { 0.0 },
+    }))
+}
+
+fn main() -> std::process::ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("{error}\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(report) if args.json => println!("{report}"),
+        Ok(r) => {
+            let recall = &r["evidence_recall"];
+            println!(
+                "strategy {}  window {}  threshold {}  budget {}",
+                r["strategy"], r["window"], r["threshold"], r["budget"]
+            );
+            println!(
+                "conversations {}  questions {}  skipped {}",
+                r["conversations"], r["questions"], r["skipped"]
+            );
+            println!(
+                "evidence recall (cat 1-4) {:.3}  fully covered {:.3}",
+                recall["overall"].as_f64().unwrap_or(0.0),
+                recall["fully_covered"].as_f64().unwrap_or(0.0)
+            );
+            for (category, value) in recall["by_category"].as_object().into_iter().flatten() {
+                println!(
+                    "  category {category}: {:.3}",
+                    value.as_f64().unwrap_or(0.0)
+                );
+            }
+            let t = &r["context_tokens"];
+            println!(
+                "context tokens mean {:.0}  p50 {:.0}  p95 {:.0}  (full history {:.0}, ratio {:.3})",
+                t["mean"].as_f64().unwrap_or(0.0),
+                t["p50"].as_f64().unwrap_or(0.0),
+                t["p95"].as_f64().unwrap_or(0.0),
+                r["full_history_tokens_mean"].as_f64().unwrap_or(0.0),
+                r["token_ratio_vs_full"].as_f64().unwrap_or(0.0)
+            );
+            println!(
+                "summary requests {}  core bookkeeping {:.0} ns/message",
+                r["summary_requests"],
+                r["ns_per_message"].as_f64().unwrap_or(0.0)
+            );
+        }
+        Err(error) => {
+            eprintln!("memory_bench: {error}");
+            return std::process::ExitCode::from(1);
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
