@@ -47,17 +47,20 @@ fn npc(i: usize) -> NpcMemory {
     memory
 }
 
+/// One NPC's entry in a save: what the plugin's snapshot makes for a changed NPC.
+fn npc_save(i: usize, memory: &NpcMemory) -> Arc<NpcSave> {
+    Arc::new(NpcSave {
+        id: NpcId::new(format!("npc{i:03}")),
+        memory: MemoryParts::of(&memory.log, &memory.window, &memory.context),
+    })
+}
+
 fn bench(c: &mut Criterion) {
     let memories: Vec<NpcMemory> = (0..NPCS).map(npc).collect();
     let saves: Vec<Arc<NpcSave>> = memories
         .iter()
         .enumerate()
-        .map(|(i, m)| {
-            Arc::new(NpcSave {
-                id: NpcId::new(format!("npc{i:03}")),
-                memory: MemoryParts::of(&m.log, &m.window, &m.context),
-            })
-        })
+        .map(|(i, m)| npc_save(i, m))
         .collect();
     let save = SaveGame::new(saves.clone());
     let bytes = serde_json::to_vec(&save).unwrap();
@@ -68,12 +71,8 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("autosave_main_thread");
     group.bench_function("one_changed_npc_of_100", |b| {
         b.iter(|| {
-            let changed = &memories[7];
             let mut npcs = saves.clone();
-            npcs[7] = Arc::new(NpcSave {
-                id: NpcId::new("npc007"),
-                memory: MemoryParts::of(&changed.log, &changed.window, &changed.context),
-            });
+            npcs[7] = npc_save(7, &memories[7]);
             black_box(SaveGame::new(npcs))
         });
     });
@@ -82,12 +81,7 @@ fn bench(c: &mut Criterion) {
             let npcs = memories
                 .iter()
                 .enumerate()
-                .map(|(i, m)| {
-                    Arc::new(NpcSave {
-                        id: NpcId::new(format!("npc{i:03}")),
-                        memory: MemoryParts::of(&m.log, &m.window, &m.context),
-                    })
-                })
+                .map(|(i, m)| npc_save(i, m))
                 .collect();
             black_box(SaveGame::new(npcs))
         });

@@ -197,6 +197,17 @@ impl Harness {
     }
 }
 
+/// The path of an example binary. Integration tests live in `target/<profile>/deps`;
+/// cargo builds the examples one level up.
+pub fn example_binary(name: &str) -> std::path::PathBuf {
+    let deps = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    deps.parent().unwrap().join("examples").join(name)
+}
+
 /// A fresh, empty folder for one test.
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
