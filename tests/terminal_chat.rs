@@ -11,18 +11,8 @@ use support::read_trace;
 
 const LINES: &str = "Hello, I'm Alex. I'm here to fix the power system.\nI'm in the storage area now.\nWhat is my name and what am I doing?\n";
 
-fn example(name: &str) -> PathBuf {
-    // Integration tests live in target/<profile>/deps; examples one level up.
-    let deps = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    deps.parent().unwrap().join("examples").join(name)
-}
-
 fn run_chat(args: &[&str], input: &str) -> (String, String) {
-    let mut child = Command::new(example("terminal_chat"))
+    let mut child = Command::new(support::example_binary("terminal_chat"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -116,7 +106,7 @@ fn the_scripted_backend_replays_the_seed() {
 
 #[test]
 fn bad_arguments_fail_with_usage() {
-    let output = Command::new(example("terminal_chat"))
+    let output = Command::new(support::example_binary("terminal_chat"))
         .args(["--window", "four"])
         .stdin(Stdio::null())
         .output()
@@ -179,7 +169,7 @@ fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
     let dir = support::temp_dir("sigkill");
     let save = dir.join("savegame.json");
     for (round, delay_ms) in [120u64, 230, 340, 450, 560].into_iter().enumerate() {
-        let mut child = Command::new(example("terminal_chat"))
+        let mut child = Command::new(support::example_binary("terminal_chat"))
             .args(["--window", "6", "--save", save.to_str().unwrap()])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
