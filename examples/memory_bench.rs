@@ -3,9 +3,13 @@
 //! core, with the offline backend writing the summaries.
 //!
 //! ```text
-//! cargo run --release --example memory_bench -- --data PATH --strategy full|window|summary
-//!     [--window N] [--threshold N] [--budget TOKENS] [--json]
+//! cargo run --release --example memory_bench -- --data PATH --strategy full|window|summary|layered
+//!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS] [--json]
 //! ```
+//!
+//! `layered` is every feature beyond the seed (recall with neighbours, pinned facts,
+//! segmented summaries, the prompt budget); `--without recall,neighbours,facts,segments`
+//! switches parts off for ablations.
 //!
 //! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
 //! every question is the player's next line; the context is the message list the
@@ -17,12 +21,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bevy_npc_memory::{
-    LogIndex, MemoryConfig, NpcMemory, OfflineBackend, PersonaPrompt, PromptMessage, Role,
-    SummaryOutcome, SummaryStyle, estimate_prompt_tokens,
+    LogIndex, MemoryConfig, MemoryFeatures, NpcMemory, OfflineBackend, PersonaPrompt,
+    PromptMessage, Role, SummaryOutcome, SummaryStyle, estimate_prompt_tokens,
 };
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary [--window N] [--threshold N] [--budget TOKENS] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--json]";
+
+/// Parts of `layered` that `--without` can switch off.
+const PARTS: [&str; 4] = ["recall", "neighbours", "facts", "segments"];
 
 struct Args {
     data: PathBuf,
@@ -30,6 +37,7 @@ struct Args {
     window: usize,
     threshold: Option<usize>,
     budget: Option<usize>,
+    without: Vec<String>,
     json: bool,
 }
 
@@ -40,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
         window: 20,
         threshold: None,
         budget: None,
+        without: Vec::new(),
         json: false,
     };
     let mut raw = std::env::args().skip(1);
@@ -55,6 +64,14 @@ fn parse_args() -> Result<Args, String> {
             "--window" => args.window = number(value()?)?,
             "--threshold" => args.threshold = Some(number(value()?)?),
             "--budget" => args.budget = Some(number(value()?)?),
+            "--without" => {
+                for part in value()?.split(',').filter(|p| !p.is_empty()) {
+                    if !PARTS.contains(&part) {
+                        return Err(format!("--without takes {}, got {part:?}", PARTS.join(",")));
+                    }
+                    args.without.push(part.to_owned());
+                }
+            }
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -69,6 +86,22 @@ fn parse_args() -> Result<Args, String> {
 trait Strategy {
     /// The messages sent, each with the log index it came from (None: not a log message).
     fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)>;
+
+    /// The log indices whose messages were sent word for word, and the prompt, when
+    /// the strategy builds and budgets its prompt itself (recalled messages ride
+    /// inside the system message, so they have no message of their own).
+    fn assembled(
+        &self,
+        _replay: &Replay,
+        _question: &str,
+    ) -> Option<(Vec<LogIndex>, Vec<PromptMessage>)> {
+        None
+    }
+
+    /// Microseconds each prompt assembly took (recall query included), if measured.
+    fn assembly_micros(&self) -> Vec<f64> {
+        Vec::new()
+    }
 }
 
 /// Every message: the upper bound, and the cost of sending everything.
@@ -136,6 +169,43 @@ impl Strategy for Summary {
             )
         }));
         context
+    }
+}
+
+/// Every feature beyond the seed, as the plugin runs them: the assembled, budgeted
+/// prompt with recalled messages, pinned facts and summary segments.
+#[derive(Default)]
+struct Layered {
+    micros: std::cell::RefCell<Vec<f64>>,
+}
+
+impl Strategy for Layered {
+    fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)> {
+        let (_, messages) = self.assembled(replay, question).unwrap_or_default();
+        messages.into_iter().map(|m| (None, m)).collect()
+    }
+
+    fn assembled(
+        &self,
+        replay: &Replay,
+        question: &str,
+    ) -> Option<(Vec<LogIndex>, Vec<PromptMessage>)> {
+        let mut memory = replay.memory.clone();
+        let mut layers = memory.layers();
+        let asked = layers
+            .record(Role::User, question, replay.last_timestamp)
+            .index;
+        let started = Instant::now();
+        let prompt = layers.assemble();
+        self.micros
+            .borrow_mut()
+            .push(started.elapsed().as_secs_f64() * 1e6);
+        let sent = prompt.log_indices().filter(|&i| i != asked).collect();
+        Some((sent, prompt.messages.clone()))
+    }
+
+    fn assembly_micros(&self) -> Vec<f64> {
+        self.micros.borrow().clone()
     }
 }
 
@@ -237,7 +307,7 @@ fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, 
             let index = layers.record(role, text, timestamp).index;
             while let Some(job) = layers.start_summary() {
                 summary_requests += 1;
-                let digest = backend.digest(&job.input);
+                let digest = backend.summarize(&job.input);
                 if !matches!(
                     layers.finish_summary(job.id, Ok(&digest), Duration::ZERO),
                     SummaryOutcome::Updated(_)
@@ -365,12 +435,16 @@ fn run(args: &Args) -> Result<Value, String> {
         "full" => Box::new(Full),
         "window" => Box::new(WindowOnly),
         "summary" => Box::new(Summary),
+        "layered" => Box::new(Layered::default()),
         other => {
             return Err(format!(
-                "unknown strategy {other:?} (full, window, summary)"
+                "unknown strategy {other:?} (full, window, summary, layered)"
             ));
         }
     };
+    if !args.without.is_empty() && args.strategy != "layered" {
+        return Err("--without only applies to --strategy layered".into());
+    }
     let file = &args.data;
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let records: Vec<Value> = match serde_json::from_str::<Value>(&text) {
@@ -383,10 +457,20 @@ fn run(args: &Args) -> Result<Value, String> {
         }
         Err(e) => return Err(format!("{}: invalid JSON: {e}", file.display())),
     };
-    let config = MemoryConfig {
+    let mut config = MemoryConfig {
         summary_threshold: args.threshold,
         ..MemoryConfig::with_window(args.window)
     };
+    if args.strategy == "layered" {
+        let features = &mut config.features;
+        *features = MemoryFeatures::layered(0);
+        features.budget.max_tokens = args.budget;
+        let off = |part: &str| args.without.iter().any(|p| p == part);
+        features.recall.enabled = !off("recall");
+        features.recall.neighbours = !off("neighbours");
+        features.facts.enabled = !off("facts");
+        features.segments.enabled = !off("segments");
+    }
 
     let mut by_category: BTreeMap<u64, Tally> = BTreeMap::new();
     let (mut skipped, mut questions, mut fully) = (0usize, 0usize, 0usize);
@@ -414,18 +498,25 @@ fn run(args: &Args) -> Result<Value, String> {
                 continue;
             }
             questions += 1;
-            let context = apply_budget(strategy.context(&replay, question), args.budget);
-            let present: HashSet<LogIndex> =
-                context.iter().filter_map(|(index, _)| *index).collect();
+            let (present, context): (HashSet<LogIndex>, Vec<PromptMessage>) = match strategy
+                .assembled(&replay, question)
+            {
+                Some((sent, messages)) => (sent.into_iter().collect(), messages),
+                None => {
+                    let context = apply_budget(strategy.context(&replay, question), args.budget);
+                    (
+                        context.iter().filter_map(|(index, _)| *index).collect(),
+                        context.into_iter().map(|(_, m)| m).collect(),
+                    )
+                }
+            };
             let found = wanted.iter().filter(|i| present.contains(i)).count();
             let recall = found as f64 / wanted.len() as f64;
             by_category.entry(category).or_default().recall.push(recall);
             if (1..=4).contains(&category) && found == wanted.len() {
                 fully += 1;
             }
-            tokens.push(estimate_prompt_tokens(
-                &context.into_iter().map(|(_, m)| m).collect::<Vec<_>>(),
-            ) as f64);
+            tokens.push(estimate_prompt_tokens(&context) as f64);
             let all = Full
                 .context(&replay, question)
                 .into_iter()
@@ -458,6 +549,11 @@ fn run(args: &Args) -> Result<Value, String> {
         "full_history_tokens_mean": full_mean,
         "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
         "summary_requests": summary_requests,
+        "without": args.without,
+        "assembly_us": {
+            "p50": percentile(&strategy.assembly_micros(), 0.5),
+            "p99": percentile(&strategy.assembly_micros(), 0.99),
+        },
         "ns_per_message": if messages > 0 { bookkeeping.as_nanos() as f64 / messages as f64 } else { 0.0 },
     }))
 }

@@ -97,12 +97,14 @@ pub mod prelude {
         BackendError, ChatBackend, ChatRequest, ChatResponse, OfflineBackend, Purpose,
         ScriptedBackend,
     };
-    pub use crate::memory::{MemoryConfig, NpcId, PromptLanguage, Role};
+    pub use crate::memory::{
+        FactKey, FactStatus, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
+    };
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, LlmUsage, Npc,
         NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied,
         NpcReplyDelta, NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        ReplyError, RollingWindows, SummarizeNow, TalkToNpc,
+        RemovePinnedFact, ReplyError, RollingWindows, SetPinnedFact, SummarizeNow, TalkToNpc,
     };
     pub use crate::plugin::{
         ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,

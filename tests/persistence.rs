@@ -7,11 +7,23 @@ use std::fs;
 use std::path::Path;
 
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{Degradation, LoadError, Role, SaveGame, backup_path};
+use bevy_npc_memory::{Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveGame, backup_path};
 use support::{Harness, persona, seed_sized, temp_dir};
 
 fn read_save(path: &Path) -> SaveGame {
     SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
+}
+
+/// Waits until the autosave on disk holds `messages` log messages for every NPC.
+/// A write taken before the replies arrived may land first, so waiting for a count
+/// of writes alone would race the offline backend on a busy machine.
+fn wait_for_saved_logs(h: &mut Harness, path: &Path, messages: usize) {
+    h.run_until("the autosave holds every reply", |_| {
+        fs::read(path)
+            .ok()
+            .and_then(|bytes| SaveGame::from_bytes(&bytes).ok())
+            .is_some_and(|save| save.npcs.iter().all(|n| n.memory.log.len() == messages))
+    });
 }
 
 /// Two NPCs, several summaries each, and one degradation.
@@ -103,12 +115,8 @@ fn autosave_writes_after_changes_coalesced_and_keeps_a_backup() {
     }
     h.app.update();
     h.settle();
-    h.wait_for::<MemorySaved>(writes_before + 1);
-    let saved = read_save(&path);
-    assert!(
-        saved.npcs.iter().all(|n| n.memory.log.len() == 2),
-        "every reply is in the save"
-    );
+    wait_for_saved_logs(&mut h, &path, 2);
+    assert_eq!(read_save(&path).npcs.len(), 3);
     let writes = h.inbox::<MemorySaved>().len() - writes_before;
     assert!(writes < 6, "6 messages were coalesced into {writes} writes");
     assert!(
@@ -219,7 +227,8 @@ fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
         h.save_to(&path);
         fs::read_to_string(path).unwrap()
     };
-    let future = good.replacen("\"format_version\":1", "\"format_version\":99", 1);
+    let current = format!("\"format_version\":{SAVE_FORMAT_VERSION}");
+    let future = good.replacen(&current, "\"format_version\":99", 1);
     type Case = (&'static str, Vec<u8>, fn(&LoadError) -> bool);
     let cases: Vec<Case> = vec![
         (
@@ -240,7 +249,7 @@ fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
                 e,
                 LoadError::UnsupportedVersion {
                     found: 99,
-                    newest: 1
+                    newest: SAVE_FORMAT_VERSION
                 }
             )
         }),
@@ -343,6 +352,7 @@ fn the_autosave_slot_is_restored_at_startup_and_a_corrupt_one_survives() {
         "the player's old file survives"
     );
     h.wait_for::<MemorySaved>(1);
+    wait_for_saved_logs(&mut h, &path, 2);
     assert_eq!(
         read_save(&path).npcs[0].memory.log.len(),
         2,

@@ -2,9 +2,13 @@
 //! and, with the `debug-ui` feature, an egui window that shows it live.
 
 #[cfg(feature = "debug-ui")]
+mod layered;
+#[cfg(feature = "debug-ui")]
 mod panel;
 mod report;
 
 #[cfg(feature = "debug-ui")]
 pub use panel::{NpcMemoryDebugPlugin, NpcMemoryDebugState};
-pub use report::{MessageRow, NpcMemoryReport, SummaryRow};
+pub use report::{
+    FactRow, MessageRow, NpcMemoryReport, RecalledRow, SectionRow, SegmentRow, SummaryRow,
+};

@@ -229,6 +229,7 @@ fn draw_panel(
                             ui.label(egui::RichText::new(&row.summary).weak());
                         }
                     });
+                    super::layered::draw(ui, &report);
                     egui::CollapsingHeader::new(format!(
                         "L2 full log: {} messages",
                         report.log.len()

@@ -5,7 +5,10 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::llm::Purpose;
-use crate::memory::{LogIndex, NpcId, Role, SummaryTrigger, estimate_tokens};
+use crate::memory::{
+    ContextMemory, FactSource, FactStatus, LogIndex, NpcId, RecallReason, Role, SectionKind,
+    SegmentPriority, SummaryTrigger, estimate_tokens,
+};
 use crate::plugin::{
     ChatLogs, ContextMemoryManager, Conversations, LlmUsage, RollingWindows, UsageStats,
 };
@@ -42,6 +45,62 @@ pub struct SummaryRow {
     pub attempts: u32,
 }
 
+/// One pinned fact, current or from its history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FactRow {
+    /// The fact's key, such as `current_goal`.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// Active, outdated or contradicted.
+    pub status: FactStatus,
+    /// Who set it.
+    pub source: FactSource,
+    /// The log indices that support it.
+    pub evidence: Vec<LogIndex>,
+    /// When it last changed, in game seconds.
+    pub changed_at: f64,
+}
+
+/// One summary segment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentRow {
+    /// The log indices it covers.
+    pub covered: Range<LogIndex>,
+    /// Its text.
+    pub text: String,
+    /// 0 for a summary of messages, higher for compactions.
+    pub level: u8,
+    /// How much it matters.
+    pub priority: SegmentPriority,
+}
+
+/// One section of the last reply prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SectionRow {
+    /// Which section.
+    pub kind: SectionKind,
+    /// Estimated tokens it took.
+    pub tokens: usize,
+    /// Items it sent.
+    pub sent: usize,
+    /// Items it left out for the budget.
+    pub left_out: usize,
+}
+
+/// A message recalled into the last reply prompt, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecalledRow {
+    /// Its place in the log.
+    pub index: LogIndex,
+    /// Its text.
+    pub text: String,
+    /// Its relevance score.
+    pub score: f32,
+    /// Why, in words: the terms it matched, or the match it neighbours.
+    pub why: String,
+}
+
 /// Everything the debug panel shows for one NPC.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NpcMemoryReport {
@@ -75,6 +134,16 @@ pub struct NpcMemoryReport {
     pub reply_usage: Option<UsageStats>,
     /// Summary usage figures, if any request finished.
     pub summary_usage: Option<UsageStats>,
+    /// Pinned facts, active ones first, then their history.
+    pub facts: Vec<FactRow>,
+    /// Summary segments, oldest first.
+    pub segments: Vec<SegmentRow>,
+    /// The sections of the last reply prompt (empty with the seed's design).
+    pub prompt_sections: Vec<SectionRow>,
+    /// Estimated tokens of the last reply prompt and its budget, if assembled.
+    pub prompt_tokens: Option<(usize, Option<usize>)>,
+    /// The messages recalled into the last reply prompt.
+    pub recalled: Vec<RecalledRow>,
 }
 
 impl NpcMemoryReport {
@@ -138,6 +207,56 @@ impl NpcMemoryReport {
                 .collect(),
             reply_usage: usage.npc(npc, Purpose::Reply).cloned(),
             summary_usage: usage.npc(npc, Purpose::Summary).cloned(),
+            facts: fact_rows(context),
+            segments: context
+                .segments()
+                .list()
+                .iter()
+                .map(|s| SegmentRow {
+                    covered: s.covered.clone(),
+                    text: s.text.to_string(),
+                    level: s.level,
+                    priority: s.priority,
+                })
+                .collect(),
+            prompt_sections: context
+                .last_prompt()
+                .map(|p| {
+                    p.sections
+                        .iter()
+                        .map(|s| SectionRow {
+                            kind: s.kind,
+                            tokens: s.tokens,
+                            sent: s.included.len(),
+                            left_out: s.left_out,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            prompt_tokens: context.last_prompt().map(|p| (p.tokens, p.budget)),
+            recalled: context
+                .last_prompt()
+                .map(|p| {
+                    p.recalled
+                        .iter()
+                        .map(|r| RecalledRow {
+                            index: r.index,
+                            text: log
+                                .get(r.index)
+                                .map(|m| m.content.to_string())
+                                .unwrap_or_default(),
+                            score: r.score,
+                            why: match &r.reason {
+                                RecallReason::Matched { terms } => format!(
+                                    "matched {}",
+                                    terms.iter().map(|t| &**t).collect::<Vec<_>>().join(", ")
+                                ),
+                                RecallReason::Neighbour { of } => format!("next to #{of}"),
+                            },
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -149,4 +268,29 @@ impl NpcMemoryReport {
             .filter(|row| query.is_empty() || row.text.to_lowercase().contains(&query))
             .collect()
     }
+}
+
+/// Active facts first (in prompt order), then every key's history, newest first.
+fn fact_rows(context: &ContextMemory) -> Vec<FactRow> {
+    let row = |f: &crate::memory::Fact| FactRow {
+        key: f.key.to_string(),
+        value: f.value.to_string(),
+        status: f.status,
+        source: f.source,
+        evidence: f.evidence.clone(),
+        changed_at: f.changed_at,
+    };
+    let facts = context.facts();
+    let mut rows: Vec<FactRow> = facts.active().into_iter().map(row).collect();
+    for key in facts.keys() {
+        rows.extend(
+            facts
+                .history(key)
+                .iter()
+                .rev()
+                .filter(|f| f.status != FactStatus::Active)
+                .map(row),
+        );
+    }
+    rows
 }

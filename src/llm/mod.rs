@@ -2,6 +2,7 @@
 
 mod backend;
 mod offline;
+mod offline_facts;
 #[cfg(feature = "http")]
 mod openai;
 mod scripted;

@@ -19,7 +19,9 @@ const STATEMENT_CHARS: usize = 160;
 ///   memory holds, so memory can be watched working offline.
 /// - Its **summaries** are an extractive digest: the player's own statements, merged
 ///   with the previous digest, oldest dropped first (but never the very first) once
-///   the digest would exceed `max_summary_chars`.
+///   the digest would exceed `max_summary_chars`. Compactions merge the segments'
+///   digests the same way. When fact updates are asked for, it answers with the
+///   JSON object and the few facts simple patterns find ("my name is …").
 #[derive(Clone, Debug)]
 pub struct OfflineBackend {
     max_summary_chars: usize,
@@ -57,6 +59,18 @@ impl OfflineBackend {
             "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\" — {memory}",
             input.npc_name
         )
+    }
+
+    /// The backend's answer to any summary request: a digest, a compaction, or the
+    /// JSON object with fact updates, as the request asks.
+    pub fn summarize(&self, input: &SummaryInput) -> String {
+        if !input.segments.is_empty() {
+            self.compact(input)
+        } else if input.wants_facts {
+            super::offline_facts::summary_with_facts(self.digest(input), input)
+        } else {
+            self.digest(input)
+        }
     }
 
     /// The digest the backend gives for a summary request.
@@ -101,9 +115,31 @@ impl ChatBackend for OfflineBackend {
                 stream_words(&text, &progress);
                 text
             }
-            RequestKind::Summary(input) => self.digest(input),
+            RequestKind::Summary(input) => self.summarize(input),
         };
         Box::pin(async move { Ok(ChatResponse::text(text)) })
+    }
+}
+
+impl OfflineBackend {
+    /// The merge the backend gives for a compaction: the segments' statements,
+    /// deduplicated, cut to size oldest-first like a digest.
+    pub fn compact(&self, input: &crate::memory::SummaryInput) -> String {
+        let prefix = format!("{}: ", input.player_name);
+        let mut merged = input.clone();
+        merged.transcript.clear();
+        let mut statements: Vec<&str> = Vec::new();
+        for segment in &input.segments {
+            let body = segment.strip_prefix(prefix.as_str()).unwrap_or(segment);
+            for statement in body.split(STATEMENT_SEPARATOR) {
+                if !statement.is_empty() && !statements.contains(&statement) {
+                    statements.push(statement);
+                }
+            }
+        }
+        merged.previous_summary =
+            Arc::from(format!("{prefix}{}", statements.join(STATEMENT_SEPARATOR)));
+        self.digest(&merged)
     }
 }
 
@@ -136,7 +172,24 @@ mod tests {
             transcript,
             player_name: "Player".into(),
             npc_name: "ECHO-7".into(),
+            segments: Vec::new(),
+            wants_facts: false,
+            covered: 0..0,
         }
+    }
+
+    #[test]
+    fn a_compaction_merges_the_segments_statements_once_each() {
+        let backend = OfflineBackend::default();
+        let mut request = input("", Vec::new());
+        request.segments = vec![
+            Arc::from("Player: I am Alex | the generator is down"),
+            Arc::from("Player: the generator is down | my sister is north"),
+        ];
+        assert_eq!(
+            backend.summarize(&request),
+            "Player: I am Alex | the generator is down | my sister is north"
+        );
     }
 
     #[test]

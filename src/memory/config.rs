@@ -2,6 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::assembly::PromptBudget;
+use super::facts::FactsConfig;
+use super::forgetting::ForgettingPolicy;
+use super::recall::RecallConfig;
+use super::segments::SegmentConfig;
+
 /// Sizes and limits of one NPC's memory.
 ///
 /// The defaults follow the seed: a 20-message window (system prompt included) and a
@@ -18,6 +24,8 @@ pub struct MemoryConfig {
     pub hard_cap: Option<usize>,
     /// Longest summary accepted, in characters. Longer replies are rejected as malformed.
     pub max_summary_chars: usize,
+    /// What this memory adds to the seed's design. All off by default.
+    pub features: MemoryFeatures,
 }
 
 impl Default for MemoryConfig {
@@ -27,7 +35,48 @@ impl Default for MemoryConfig {
             summary_threshold: None,
             hard_cap: None,
             max_summary_chars: 4000,
+            features: MemoryFeatures::default(),
         }
+    }
+}
+
+/// The parts of memory beyond the seed's window and rolling summary. Each can be
+/// switched on alone; [`MemoryFeatures::layered`] switches on all of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryFeatures {
+    /// Recall of raw old messages from the full log.
+    pub recall: RecallConfig,
+    /// Pinned facts, never compressed, updated field by field.
+    pub facts: FactsConfig,
+    /// One summary segment per fold instead of one rolling summary.
+    pub segments: SegmentConfig,
+    /// A token budget for reply prompts.
+    pub budget: PromptBudget,
+    /// Forgetting of old, unimportant and unused memories.
+    pub forgetting: ForgettingPolicy,
+}
+
+impl MemoryFeatures {
+    /// Everything on: recall with neighbours, pinned facts, segmented summaries and
+    /// a prompt budget of `budget_tokens`. Forgetting stays off; it is for games
+    /// that run for thousands of messages.
+    pub fn layered(budget_tokens: usize) -> Self {
+        let mut features = Self::default();
+        features.recall.enabled = true;
+        features.facts.enabled = true;
+        features.segments.enabled = true;
+        features.budget.max_tokens = Some(budget_tokens);
+        features
+    }
+
+    /// Whether any feature changes how prompts are built. When none does, prompts
+    /// are exactly the seed's: the persona, the labelled summary, the window.
+    pub fn any(&self) -> bool {
+        self.recall.enabled
+            || self.facts.enabled
+            || self.segments.enabled
+            || self.budget.max_tokens.is_some()
     }
 }
 
@@ -83,6 +132,10 @@ pub struct SummaryStyle {
     pub transcript_heading: String,
     /// How the player is named in transcripts.
     pub player_name: String,
+    /// The language of the built-in section headings and instructions for segments,
+    /// compaction and facts.
+    #[serde(default)]
+    pub language: PromptLanguage,
 }
 
 impl SummaryStyle {
@@ -107,6 +160,7 @@ impl SummaryStyle {
             no_previous: "(none)".into(),
             transcript_heading: "Conversation:".into(),
             player_name: "Player".into(),
+            language: PromptLanguage::English,
         }
     }
 
@@ -121,6 +175,47 @@ impl SummaryStyle {
             no_previous: "（无）".into(),
             transcript_heading: "对话：".into(),
             player_name: "玩家".into(),
+            language: PromptLanguage::Chinese,
+        }
+    }
+}
+
+impl SummaryStyle {
+    /// The instruction for one summary segment: only the new messages, no merging.
+    pub fn segment_instruction(&self) -> &'static str {
+        match self.language {
+            PromptLanguage::English => {
+                "Summarize only the conversation below in the third person, in \
+                at most three short sentences. Keep names, goals, promises, constraints and \
+                numbers exactly. Reply with the summary only."
+            }
+            PromptLanguage::Chinese => {
+                "请只总结下面这段对话，用第三人称，不超过三句短句。\
+                名字、目标、承诺、限制和数字必须原样保留。只输出总结本身。"
+            }
+        }
+    }
+
+    /// The instruction for compacting several old segments into one.
+    pub fn compaction_instruction(&self) -> &'static str {
+        match self.language {
+            PromptLanguage::English => {
+                "Merge the summaries below, oldest first, into one shorter \
+                summary in the third person. Keep names, goals, promises, constraints and \
+                numbers; drop small talk. Reply with the summary only."
+            }
+            PromptLanguage::Chinese => {
+                "请把下面按时间排列的几段总结合并成一段更短的总结，用第三人称。\
+                保留名字、目标、承诺、限制和数字，删去闲聊。只输出总结本身。"
+            }
+        }
+    }
+
+    /// The heading of the summaries inside a compaction request.
+    pub fn segments_heading(&self) -> &'static str {
+        match self.language {
+            PromptLanguage::English => "Summaries:",
+            PromptLanguage::Chinese => "总结：",
         }
     }
 }

@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::config::SummaryStyle;
+use super::assembly::AssembledPrompt;
+use super::config::{MemoryFeatures, SummaryStyle};
+use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
+use super::recall::RecallIndex;
+use super::segments::Segments;
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +37,8 @@ pub enum SummaryTrigger {
     Threshold,
     /// The game asked for one.
     Manual,
+    /// Old segments outgrew their budget and are merged.
+    Compaction,
 }
 
 /// One successful summary: what it said and which messages it covered.
@@ -92,9 +98,22 @@ impl std::fmt::Display for Degradation {
     }
 }
 
+/// What a summary job does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryKind {
+    /// Folds new messages into the summary (or into a new segment).
+    Fold,
+    /// Merges the segments at these positions into one of the next level.
+    Compact {
+        /// Positions in the segment list, oldest first.
+        segments: Range<usize>,
+    },
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct InFlight {
     pub(crate) id: SummaryJobId,
+    pub(crate) kind: SummaryKind,
     pub(crate) covered: Range<LogIndex>,
     pub(crate) attempt: u32,
     pub(crate) trigger: SummaryTrigger,
@@ -116,6 +135,12 @@ pub struct ContextMemory {
     pub(crate) next_job: u64,
     pub(crate) history: Vec<SummaryRecord>,
     pub(crate) degradations: Vec<Degradation>,
+    pub(crate) features: MemoryFeatures,
+    pub(crate) segments: Segments,
+    pub(crate) facts: PinnedFacts,
+    pub(crate) recall: RecallIndex,
+    pub(crate) last_prompt: Option<Arc<AssembledPrompt>>,
+    pub(crate) forgetting_compaction: bool,
 }
 
 impl ContextMemory {
@@ -133,6 +158,12 @@ impl ContextMemory {
             next_job: 0,
             history: Vec::new(),
             degradations: Vec::new(),
+            features: MemoryFeatures::default(),
+            segments: Segments::default(),
+            facts: PinnedFacts::default(),
+            recall: RecallIndex::default(),
+            last_prompt: None,
+            forgetting_compaction: false,
         }
     }
 
@@ -166,27 +197,119 @@ impl ContextMemory {
         &self.degradations
     }
 
+    /// The features beyond the seed that are switched on.
+    pub fn features(&self) -> &MemoryFeatures {
+        &self.features
+    }
+
+    /// The summary segments, oldest first (empty unless segments are on).
+    pub fn segments(&self) -> &Segments {
+        &self.segments
+    }
+
+    /// The pinned facts.
+    pub fn facts(&self) -> &PinnedFacts {
+        &self.facts
+    }
+
+    /// The recall index over the full log (empty unless recall is on).
+    pub fn recall(&self) -> &RecallIndex {
+        &self.recall
+    }
+
+    /// How the last reply prompt was built: its sections, and which messages were
+    /// recalled and why. `None` before the first reply.
+    pub fn last_prompt(&self) -> Option<&AssembledPrompt> {
+        self.last_prompt.as_deref()
+    }
+
     /// The messages the summary in flight covers, if one is in flight.
     pub fn summary_in_flight(&self) -> Option<Range<LogIndex>> {
         self.in_flight.as_ref().map(|job| job.covered.clone())
     }
 
-    /// The system prompt this memory implies: the persona, then the labelled summary.
+    /// The system prompt this memory implies, before any recall: with the seed's
+    /// design the persona then the labelled summary; with more features on, the
+    /// persona, pinned facts and summaries as sections.
     pub fn system_prompt(&self) -> Arc<str> {
-        compose_system_prompt(&self.persona, &self.summary)
+        if !self.features.any() {
+            return compose_system_prompt(&self.persona, &self.summary);
+        }
+        let base = super::assembly::assemble(super::assembly::AssemblyInput {
+            persona: &self.persona,
+            facts: self.facts_section(),
+            summaries: self.summary_source(),
+            recalled: Vec::new(),
+            log: &super::chat_log::ChatLog::new(),
+            window: 0..0,
+            covered_until: 0,
+            budget: &Default::default(),
+        });
+        base.messages[0].content.clone()
+    }
+
+    pub(crate) fn facts_section(&self) -> Option<String> {
+        self.features
+            .facts
+            .enabled
+            .then(|| self.facts.render(self.persona.style.language))
+    }
+
+    pub(crate) fn summary_source(&self) -> super::assembly::SummarySource<'_> {
+        if self.features.segments.enabled {
+            super::assembly::SummarySource::Segments(self.segments.list())
+        } else {
+            super::assembly::SummarySource::Rolling(&self.summary)
+        }
     }
 
     /// Whether a summary would be due for a log of `log_len` messages.
     pub(crate) fn due(&self, log_len: LogIndex) -> Option<SummaryTrigger> {
-        if self.in_flight.is_some() || log_len <= self.covered_until {
+        if self.in_flight.is_some() {
             return None;
         }
-        if self.manual_requested {
+        let uncovered = log_len > self.covered_until;
+        if self.manual_requested && uncovered {
             return Some(SummaryTrigger::Manual);
+        }
+        // Compaction goes first: folding more in would only widen the overshoot.
+        if self.compaction_due() && log_len >= self.retry_after {
+            return Some(SummaryTrigger::Compaction);
+        }
+        if !uncovered {
+            return None;
         }
         let pending = log_len - self.covered_until;
         (pending >= self.threshold as LogIndex && log_len >= self.retry_after)
             .then_some(SummaryTrigger::Threshold)
+    }
+
+    /// The segment budget in force, if segments are compacted at all.
+    fn segment_limit(&self) -> Option<usize> {
+        let segments = &self.features.segments;
+        segments.compact_above_tokens.or_else(|| {
+            let budget = &self.features.budget;
+            budget
+                .max_tokens
+                .map(|max| (max as f64 * f64::from(budget.shares.summaries.max(0.0))) as usize)
+        })
+    }
+
+    /// Whether old segments should be compacted before more are added.
+    pub(crate) fn compaction_due(&self) -> bool {
+        let segments = &self.features.segments;
+        if !segments.enabled
+            || self
+                .segments
+                .compaction_candidates(segments.compact_batch)
+                .is_none()
+        {
+            return false;
+        }
+        self.forgetting_compaction
+            || self
+                .segment_limit()
+                .is_some_and(|limit| self.segments.tokens() > limit)
     }
 
     /// Checks a model's summary and returns it cleaned, or why it is unusable.

@@ -4,32 +4,58 @@
 //! - [`RollingWindow`] is L1, the recent messages sent with each request.
 //! - [`ContextMemory`] is L3, the summary folded into the system prompt.
 //!
+//! Beyond the seed, each switched on in [`MemoryFeatures`]: recall of raw old
+//! messages from L2, pinned facts, segmented summaries, a prompt budget, and
+//! forgetting. One function assembles every reply prompt from these sections.
+//!
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
+mod assembly;
 mod chat_log;
 mod config;
 mod context;
+mod facts;
+mod forgetting;
 mod message;
 mod parts;
 mod pipeline;
+mod quote;
+mod recall;
+mod segments;
 mod tokens;
 mod window;
 
 #[cfg(test)]
 mod tests;
 
-pub use chat_log::ChatLog;
-pub use config::{MemoryConfig, PromptLanguage, SummaryStyle};
-pub use context::{
-    ContextMemory, Degradation, PersonaPrompt, SummaryJobId, SummaryRecord, SummaryTrigger,
-    compose_system_prompt,
+pub use assembly::{
+    AssembledPrompt, PromptBudget, RecalledMessage, SectionKind, SectionReport, SectionShares,
 };
+pub use chat_log::ChatLog;
+pub use config::{MemoryConfig, MemoryFeatures, PromptLanguage, SummaryStyle};
+pub use context::{
+    ContextMemory, Degradation, PersonaPrompt, SummaryJobId, SummaryKind, SummaryRecord,
+    SummaryTrigger, compose_system_prompt,
+};
+pub use facts::{
+    FACTS_CLOSE, FACTS_OPEN, Fact, FactAction, FactCategory, FactChange, FactChangeKind, FactKey,
+    FactKeyError, FactLimits, FactSource, FactStatus, FactUpdate, FactsConfig, FactsError,
+    MAX_EVIDENCE, MAX_KEY_LEN, PinnedFacts, RenderedFacts, SummaryReply, facts_header,
+    facts_instruction, indexed_transcript, parse_summary_reply,
+};
+pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use parts::{MemoryParts, PersonaParts};
 pub use pipeline::{
     LayersMut, NpcMemory, Recorded, SUMMARY_ATTEMPTS, SummaryInput, SummaryJob, SummaryOutcome,
     SummaryUpdate,
 };
+pub use quote::quote;
+pub use recall::{
+    RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
+    sort_chronologically,
+};
+pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use tokens::{
     MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
 };

@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, PersonaPrompt, SummaryRecord};
+use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex, Role};
 use super::pipeline::NpcMemory;
+use super::recall::{RecallIndex, RecallState};
+use super::segments::Segments;
 use super::window::RollingWindow;
 
 /// Everything one NPC remembers, as data: the full log (L2), where the window (L1)
@@ -34,6 +37,13 @@ pub struct MemoryParts {
     pub history: Vec<SummaryRecord>,
     /// Every degradation so far.
     pub degradations: Vec<Degradation>,
+    /// Summary segments, oldest first (empty unless segments are on).
+    pub segments: Segments,
+    /// Pinned facts, with their history.
+    pub facts: PinnedFacts,
+    /// What the recall index learned beyond the log: access counts and forgotten
+    /// messages. The index itself is rebuilt from the log on load.
+    pub recall: RecallState,
 }
 
 /// A persona as saved.
@@ -63,6 +73,7 @@ impl MemoryParts {
                 summary_threshold: Some(context.threshold),
                 hard_cap: Some(window.hard_cap()),
                 max_summary_chars: context.max_summary_chars,
+                features: context.features.clone(),
             },
             log: log.messages().to_vec(),
             window_start: window.start(),
@@ -70,6 +81,9 @@ impl MemoryParts {
             covered_until: context.covered_until,
             history: context.history.clone(),
             degradations: context.degradations.clone(),
+            segments: context.segments.clone(),
+            facts: context.facts.clone(),
+            recall: context.recall.state(),
         }
     }
 
@@ -118,6 +132,17 @@ impl MemoryParts {
                 record.covered
             ));
         }
+        if let Some(segment) = self
+            .segments
+            .list()
+            .iter()
+            .find(|s| s.covered.start > s.covered.end || s.covered.end > len)
+        {
+            return Err(format!(
+                "a summary segment covers {:?}, outside the log",
+                segment.covered
+            ));
+        }
         if self.config.max_context_window < 2 {
             return Err("the window is smaller than 2".into());
         }
@@ -144,6 +169,13 @@ impl MemoryParts {
         context.covered_until = self.covered_until;
         context.history = self.history;
         context.degradations = self.degradations;
+        context.segments = self.segments;
+        context.facts = self.facts;
+        context.facts.set_limits(context.features.facts.limits());
+        if context.features.recall.enabled {
+            context.recall = RecallIndex::from_log(memory.log.messages());
+        }
+        context.recall.restore_state(&self.recall);
         memory.window.set_system_prompt(context.system_prompt());
         memory.window.reset(self.window_start);
         Ok(memory)

@@ -377,6 +377,7 @@ impl<'w> Pipeline<'w> {
                     covered: update.covered,
                     latency: update.latency,
                     trigger: update.trigger,
+                    fact_changes: update.fact_changes,
                 });
                 // Messages that arrived meanwhile may already make the next one due.
                 self.start_summary(npc);
@@ -555,7 +556,22 @@ pub(crate) fn take_requests(
     mut clear: MessageReader<ClearNpcMemory>,
     mut summarize: MessageReader<SummarizeNow>,
     mut reconfigure: MessageReader<ReconfigureNpcMemory>,
+    mut set_fact: MessageReader<SetPinnedFact>,
+    mut remove_fact: MessageReader<RemovePinnedFact>,
 ) {
+    // Facts first: a quest update in the same frame as a line should shape its reply.
+    for SetPinnedFact { npc, key, value } in set_fact.read() {
+        if let Some(mut layers) = pipeline.layers.get_mut(npc)
+            && let Err(error) = layers.set_fact(key.clone(), value, Vec::new())
+        {
+            tracing::warn!("pinned fact {key} for NPC {npc} was not set: {error}");
+        }
+    }
+    for RemovePinnedFact { npc, key } in remove_fact.read() {
+        if let Some(mut layers) = pipeline.layers.get_mut(npc) {
+            layers.remove_fact(key);
+        }
+    }
     for ReconfigureNpcMemory { npc, config } in reconfigure.read() {
         pipeline.reconfigure(npc, config);
     }

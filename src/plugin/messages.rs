@@ -7,7 +7,9 @@ use std::time::Duration;
 use bevy::prelude::*;
 
 use crate::llm::BackendError;
-use crate::memory::{Degradation, LogIndex, MemoryConfig, NpcId, SummaryTrigger};
+use crate::memory::{
+    Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SummaryTrigger,
+};
 
 /// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`.
 ///
@@ -57,6 +59,27 @@ pub struct ReconfigureNpcMemory {
     pub npc: NpcId,
     /// The new sizes.
     pub config: MemoryConfig,
+}
+
+/// Sets a pinned fact as the game's word, for example from quest state. The model's
+/// summaries cannot override it; the previous value is kept as outdated.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct SetPinnedFact {
+    /// Whose memory.
+    pub npc: NpcId,
+    /// Which fact, such as [`FactKey::CURRENT_GOAL`](crate::memory::FactKey).
+    pub key: FactKey,
+    /// Its value.
+    pub value: String,
+}
+
+/// Removes a pinned fact; it stays in the fact's history as outdated.
+#[derive(Message, Clone, Debug, PartialEq)]
+pub struct RemovePinnedFact {
+    /// Whose memory.
+    pub npc: NpcId,
+    /// Which fact.
+    pub key: FactKey,
 }
 
 /// An NPC answered. The reply is already in its log and window.
@@ -149,6 +172,8 @@ pub struct NpcSummaryUpdated {
     pub latency: Duration,
     /// Why it ran.
     pub trigger: SummaryTrigger,
+    /// Pinned facts the summary changed (empty unless facts are on).
+    pub fact_changes: Vec<FactChange>,
 }
 
 /// An NPC's memory lost quality: a summary failed for good, or messages left the
@@ -166,6 +191,8 @@ pub(crate) fn plugin(app: &mut App) {
         .add_message::<ClearNpcMemory>()
         .add_message::<SummarizeNow>()
         .add_message::<ReconfigureNpcMemory>()
+        .add_message::<SetPinnedFact>()
+        .add_message::<RemovePinnedFact>()
         .add_message::<NpcReplied>()
         .add_message::<NpcReplyDelta>()
         .add_message::<NpcReplyFailed>()

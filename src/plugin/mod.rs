@@ -19,18 +19,20 @@ pub use conversation::Conversations;
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 pub use messages::{
     ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
-    NpcSummaryUpdated, ReconfigureNpcMemory, ReplyError, SummarizeNow, TalkToNpc,
+    NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
+    SummarizeNow, TalkToNpc,
 };
 pub use persistence::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
     SaveMemory, SaveSettings,
 };
-pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
+pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent};
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::llm::{ChatBackend, OfflineBackend};
+use crate::memory::MemoryFeatures;
 
 /// The plugin's systems, in pipeline order. They run in `Update`; order your own
 /// systems against these sets, e.g. `.after(NpcMemorySystems::Collect)` to see
@@ -105,6 +107,13 @@ impl NpcMemoryPlugin {
     /// Sets the default summary threshold (otherwise half the window).
     pub fn with_summary_threshold(mut self, threshold: usize) -> Self {
         self.settings.memory.summary_threshold = Some(threshold);
+        self
+    }
+
+    /// Switches on memory features beyond the seed for every NPC (personas may
+    /// still switch them per NPC), e.g. `MemoryFeatures::layered(2000)`.
+    pub fn with_features(mut self, features: MemoryFeatures) -> Self {
+        self.settings.memory.features = features;
         self
     }
 

@@ -6,7 +6,9 @@ use bevy::asset::{AssetLoader, LoadContext, io::Reader};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, SummaryStyle};
+use crate::memory::{
+    MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SummaryStyle,
+};
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
 /// sized. Loaded from `assets/npcs/*.npc.ron`, or built in code.
@@ -19,6 +21,8 @@ use crate::memory::{MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, SummaryS
 ///     summary_label: "[Previously]: ",   // optional
 ///     max_context_window: 20,        // optional, overrides the plugin default
 ///     summary_threshold: 10,         // optional
+///     features: (recall: true, pinned_facts: true, segments: true,
+///                prompt_budget: 2000, forgetting: false), // optional, each optional
 /// )
 /// ```
 #[derive(Asset, TypePath, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +47,66 @@ pub struct Persona {
     /// This NPC's summary threshold, overriding the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_threshold: Option<usize>,
+    /// This NPC's memory features, each overriding the plugin default when set.
+    #[serde(default, skip_serializing_if = "FeatureToggles::is_empty")]
+    pub features: FeatureToggles,
+}
+
+/// Per-persona switches for the memory features beyond the seed. Each left unset
+/// keeps the plugin's setting.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeatureToggles {
+    /// Recall of raw old messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall: Option<bool>,
+    /// Pinned facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinned_facts: Option<bool>,
+    /// Segmented summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<bool>,
+    /// A prompt budget in estimated tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_budget: Option<usize>,
+    /// Forgetting of old, unimportant memories.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forgetting: Option<bool>,
+}
+
+impl FeatureToggles {
+    /// Whether no switch is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Every feature on, with a prompt budget.
+    pub fn layered(prompt_budget: usize) -> Self {
+        Self {
+            recall: Some(true),
+            pinned_facts: Some(true),
+            segments: Some(true),
+            prompt_budget: Some(prompt_budget),
+            forgetting: None,
+        }
+    }
+
+    fn apply(&self, features: &mut MemoryFeatures) {
+        let switches = [
+            (self.recall, &mut features.recall.enabled),
+            (self.pinned_facts, &mut features.facts.enabled),
+            (self.segments, &mut features.segments.enabled),
+            (self.forgetting, &mut features.forgetting.enabled),
+        ];
+        for (switch, enabled) in switches {
+            if let Some(on) = switch {
+                *enabled = on;
+            }
+        }
+        if let Some(budget) = self.prompt_budget {
+            features.budget.max_tokens = Some(budget);
+        }
+    }
 }
 
 impl Persona {
@@ -56,6 +120,7 @@ impl Persona {
             summarizer_instruction: None,
             max_context_window: None,
             summary_threshold: None,
+            features: FeatureToggles::default(),
         }
     }
 
@@ -74,6 +139,12 @@ impl Persona {
     /// Gives this NPC its own summary threshold.
     pub fn with_summary_threshold(mut self, threshold: usize) -> Self {
         self.summary_threshold = Some(threshold);
+        self
+    }
+
+    /// Switches this NPC's memory features, overriding the plugin's.
+    pub fn with_features(mut self, features: FeatureToggles) -> Self {
+        self.features = features;
         self
     }
 
@@ -99,7 +170,7 @@ impl Persona {
     }
 
     /// The memory configuration for this persona: `defaults`, with the persona's own
-    /// window and threshold applied.
+    /// window, threshold and feature switches applied.
     pub fn memory_config(&self, defaults: &MemoryConfig) -> MemoryConfig {
         let mut config = defaults.clone();
         if let Some(window) = self.max_context_window {
@@ -111,11 +182,14 @@ impl Persona {
         if let Some(threshold) = self.summary_threshold {
             config.summary_threshold = Some(threshold);
         }
+        self.features.apply(&mut config.features);
         config
     }
 
     fn overrides_config(&self) -> bool {
-        self.max_context_window.is_some() || self.summary_threshold.is_some()
+        self.max_context_window.is_some()
+            || self.summary_threshold.is_some()
+            || !self.features.is_empty()
     }
 }
 

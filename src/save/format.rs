@@ -10,7 +10,10 @@ use crate::memory::{MemoryParts, NpcId};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.
-pub const SAVE_FORMAT_VERSION: u32 = 1;
+///
+/// - 1: the log, the rolling summary and its history (crate 0.1 before recall).
+/// - 2: adds summary segments, pinned facts and recall state.
+pub const SAVE_FORMAT_VERSION: u32 = 2;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.
@@ -206,6 +209,16 @@ fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(save)
         }
+        1 => {
+            let old: super::v1::SaveGameV1 = if ron {
+                ron::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+            } else {
+                serde_json::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+            };
+            let mut save = old.migrate();
+            save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(save)
+        }
         found if found > SAVE_FORMAT_VERSION => Err(LoadError::UnsupportedVersion {
             found,
             newest: SAVE_FORMAT_VERSION,
@@ -242,7 +255,7 @@ mod tests {
             SaveGame::from_bytes(b"{\"format_version\": 99}"),
             Err(LoadError::UnsupportedVersion {
                 found: 99,
-                newest: 1
+                newest: SAVE_FORMAT_VERSION
             })
         );
     }

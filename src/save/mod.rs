@@ -5,6 +5,7 @@
 mod file;
 mod format;
 mod unity;
+mod v1;
 
 pub use file::backup_path;
 pub(crate) use file::{move_aside, read_bounded};

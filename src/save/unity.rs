@@ -117,6 +117,9 @@ pub fn import_unity_save(
         covered_until,
         history,
         degradations: Vec::new(),
+        segments: Default::default(),
+        facts: Default::default(),
+        recall: Default::default(),
     };
     // Let the window rule place L1 as it would have been trimmed in play.
     let mut memory = parts.into_memory().map_err(LoadError::Inconsistent)?;

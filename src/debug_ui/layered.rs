@@ -1,0 +1,68 @@
+//! The panel's sections for memory beyond the seed: pinned facts, summary segments,
+//! and how the last reply prompt was built, with what was recalled and why.
+
+use bevy_egui::egui;
+
+use super::report::NpcMemoryReport;
+use crate::memory::FactStatus;
+
+pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport) {
+    egui::CollapsingHeader::new(format!("Pinned facts: {}", report.facts.len()))
+        .default_open(true)
+        .show(ui, |ui| {
+            if report.facts.is_empty() {
+                ui.label("(none)");
+            }
+            for fact in &report.facts {
+                let text = format!(
+                    "{} = {:?} · {:?} by {:?} · evidence {:?}",
+                    fact.key, fact.value, fact.status, fact.source, fact.evidence
+                );
+                if fact.status == FactStatus::Active {
+                    ui.label(text);
+                } else {
+                    ui.label(egui::RichText::new(text).weak().strikethrough());
+                }
+            }
+        });
+    egui::CollapsingHeader::new(format!("Summary segments: {}", report.segments.len())).show(
+        ui,
+        |ui| {
+            for segment in &report.segments {
+                ui.label(
+                    egui::RichText::new(format!(
+                        "{}..{} · level {} · {:?}",
+                        segment.covered.start, segment.covered.end, segment.level, segment.priority
+                    ))
+                    .small(),
+                );
+                ui.label(egui::RichText::new(&segment.text).weak());
+            }
+        },
+    );
+    let title = match report.prompt_tokens {
+        Some((tokens, Some(budget))) => format!("Last prompt: ~{tokens} of {budget} tokens"),
+        Some((tokens, None)) => format!("Last prompt: ~{tokens} tokens, no budget"),
+        None => "Last prompt: the seed's window and summary".to_owned(),
+    };
+    egui::CollapsingHeader::new(title)
+        .default_open(true)
+        .show(ui, |ui| {
+            for section in &report.prompt_sections {
+                ui.label(format!(
+                    "{:?}: ~{} tokens · {} sent · {} left out",
+                    section.kind, section.tokens, section.sent, section.left_out
+                ));
+            }
+            for recalled in &report.recalled {
+                ui.label(
+                    egui::RichText::new(format!(
+                        "recalled #{} ({:.2}, {})",
+                        recalled.index, recalled.score, recalled.why
+                    ))
+                    .small(),
+                );
+                ui.label(egui::RichText::new(&recalled.text).weak());
+            }
+        });
+}

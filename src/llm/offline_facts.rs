@@ -1,0 +1,125 @@
+//! The offline backend's fact finder: a few plain patterns, enough to exercise the
+//! pinned-facts pipeline without a model. It never guesses beyond them.
+
+use serde_json::{Value, json};
+
+use crate::memory::{Role, SummaryInput};
+
+/// Patterns that introduce the player's name, then those that introduce a goal.
+const NAME_CUES: &[&str] = &["my name is ", "call me ", "我叫", "我的名字是"];
+const GOAL_CUES: &[&str] = &[
+    "my goal is to ",
+    "my goal is ",
+    "i need to ",
+    "i have to ",
+    "i want to ",
+    "我的目标是",
+    "我需要",
+    "我要",
+];
+
+/// The summary JSON object: the digest plus the facts found in the player's lines.
+pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String {
+    let mut facts: Vec<Value> = Vec::new();
+    for message in input.transcript.iter().filter(|m| m.role == Role::User) {
+        if let Some(name) = after_cue(&message.content, NAME_CUES).and_then(first_word) {
+            facts.push(json!({"key": "player_name", "value": name, "evidence": [message.index]}));
+        }
+        if let Some(goal) = after_cue(&message.content, GOAL_CUES).map(first_clause) {
+            if !goal.is_empty() {
+                facts.push(
+                    json!({"key": "current_goal", "value": goal, "evidence": [message.index]}),
+                );
+            }
+        }
+    }
+    json!({"summary": digest, "facts": facts}).to_string()
+}
+
+/// The text after the first cue found, matching case-insensitively.
+fn after_cue<'a>(text: &'a str, cues: &[&str]) -> Option<&'a str> {
+    let lower = text.to_lowercase();
+    // Lower-casing can change byte lengths outside ASCII; only trust positions when
+    // it did not.
+    if lower.len() != text.len() {
+        return None;
+    }
+    cues.iter()
+        .find_map(|cue| lower.find(cue).map(|at| &text[at + cue.len()..]))
+}
+
+fn first_word(text: &str) -> Option<String> {
+    let word: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '\'')
+        .take(40)
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
+
+fn first_clause(text: &str) -> String {
+    text.split(['.', '!', '?', '\n', '。', '！', '？', '，', ','])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(120)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::memory::ChatMessage;
+
+    fn input(lines: &[&str]) -> SummaryInput {
+        SummaryInput {
+            previous_summary: Arc::from(""),
+            transcript: lines
+                .iter()
+                .enumerate()
+                .map(|(i, line)| ChatMessage {
+                    role: Role::User,
+                    content: Arc::from(*line),
+                    index: 10 + i as u64,
+                    timestamp: 0.0,
+                })
+                .collect(),
+            player_name: "Player".into(),
+            npc_name: "ECHO-7".into(),
+            segments: Vec::new(),
+            wants_facts: true,
+            covered: 10..10 + lines.len() as u64,
+        }
+    }
+
+    #[test]
+    fn finds_names_and_goals_with_their_evidence() {
+        let reply = summary_with_facts(
+            "digest".into(),
+            &input(&[
+                "Hi, my name is Alex.",
+                "I need to fix the power system, fast.",
+            ]),
+        );
+        let value: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(value["summary"], "digest");
+        assert_eq!(value["facts"][0]["key"], "player_name");
+        assert_eq!(value["facts"][0]["value"], "Alex");
+        assert_eq!(value["facts"][0]["evidence"][0], 10);
+        assert_eq!(value["facts"][1]["value"], "fix the power system");
+        assert_eq!(value["facts"][1]["evidence"][0], 11);
+    }
+
+    #[test]
+    fn chinese_cues_work_and_plain_talk_gives_no_facts() {
+        let reply = summary_with_facts("d".into(), &input(&["你好", "我叫小明，我需要修电源。"]));
+        let value: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(value["facts"].as_array().unwrap().len(), 2);
+        let quiet = summary_with_facts("d".into(), &input(&["hello there"]));
+        let value: Value = serde_json::from_str(&quiet).unwrap();
+        assert!(value["facts"].as_array().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,145 @@
+//! One fact, and the record of what a change did to it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::memory::message::LogIndex;
+
+use super::key::FactKey;
+
+/// Whether a fact still holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactStatus {
+    /// It holds, and it is in the prompt.
+    Active,
+    /// It held once and was replaced or withdrawn.
+    Outdated,
+    /// It was shown to be false, or the game overruled it.
+    Contradicted,
+}
+
+/// Who set a fact. The game's word wins over the model's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactSource {
+    /// Game code, e.g. from quest state.
+    Game,
+    /// The summarizer.
+    Model,
+}
+
+/// One value of one key, with its status and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fact {
+    /// Which fact.
+    pub key: FactKey,
+    /// The value, as plain data: never read as an instruction.
+    pub value: Arc<str>,
+    /// Whether it still holds.
+    pub status: FactStatus,
+    /// Log indices of the messages that support it, ascending.
+    pub evidence: Vec<LogIndex>,
+    /// When it got this value or this status, in game seconds.
+    pub changed_at: f64,
+    /// Who set it.
+    pub source: FactSource,
+}
+
+/// What one update did, for telemetry and the debug panel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactChange {
+    /// Which fact.
+    pub key: FactKey,
+    /// The active value before, if any.
+    pub old: Option<Arc<str>>,
+    /// The value the update carried, if any: the new active value, or the value
+    /// that was refused.
+    pub new: Option<Arc<str>>,
+    /// Who asked for it.
+    pub source: FactSource,
+    /// What happened, and why.
+    pub kind: FactChangeKind,
+    /// The evidence the update cited.
+    pub evidence: Vec<LogIndex>,
+}
+
+impl FactChange {
+    /// Whether the store changed (refused updates change nothing but history).
+    pub fn applied(&self) -> bool {
+        self.kind.applied()
+    }
+}
+
+impl fmt::Display for FactChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let old = self.old.as_deref().unwrap_or("-");
+        let new = self.new.as_deref().unwrap_or("-");
+        write!(f, "{}: {old:?} -> {new:?} ({})", self.key, self.kind)
+    }
+}
+
+/// What an update did to a fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactChangeKind {
+    /// A key without an active value got one.
+    Added,
+    /// The same value again: only its evidence grew.
+    Confirmed,
+    /// A different value replaced the active one, which is now outdated.
+    Replaced,
+    /// The model marked the active value outdated; the key has no value now.
+    MarkedOutdated,
+    /// The model marked the active value contradicted; the key has no value now.
+    MarkedContradicted,
+    /// The game removed the active value, which is now outdated.
+    Removed,
+    /// Refused: the game set this key and the model may not change it. A refused
+    /// value is kept in history as contradicted.
+    OverruledByGame,
+    /// Refused: there was no active value to mark.
+    NothingToMark,
+    /// Refused: the store already holds its maximum of active facts.
+    StoreFull,
+    /// Refused: the model may not update custom keys.
+    NotAModelKey,
+    /// Refused: the value was empty or too long.
+    InvalidValue,
+}
+
+impl FactChangeKind {
+    /// Whether the store's active facts changed.
+    pub fn applied(self) -> bool {
+        matches!(
+            self,
+            FactChangeKind::Added
+                | FactChangeKind::Confirmed
+                | FactChangeKind::Replaced
+                | FactChangeKind::MarkedOutdated
+                | FactChangeKind::MarkedContradicted
+                | FactChangeKind::Removed
+        )
+    }
+}
+
+impl fmt::Display for FactChangeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FactChangeKind::Added => "added",
+            FactChangeKind::Confirmed => "same value, evidence merged",
+            FactChangeKind::Replaced => "replaced, old value outdated",
+            FactChangeKind::MarkedOutdated => "marked outdated",
+            FactChangeKind::MarkedContradicted => "marked contradicted",
+            FactChangeKind::Removed => "removed by the game",
+            FactChangeKind::OverruledByGame => "refused: the game set this fact",
+            FactChangeKind::NothingToMark => "refused: no active value to mark",
+            FactChangeKind::StoreFull => "refused: too many active facts",
+            FactChangeKind::NotAModelKey => "refused: the model may not set this key",
+            FactChangeKind::InvalidValue => "refused: empty or too long",
+        })
+    }
+}

@@ -1,0 +1,34 @@
+//! Pinned facts, the working memory: a few named fields (the player's name, the
+//! current goal, hard constraints, preferences, promises) that are never summarized
+//! away and always go into the system prompt.
+//!
+//! - [`PinnedFacts`] keeps one active value per [`FactKey`], updated field by field,
+//!   with a short history of outdated and contradicted values.
+//! - [`parse_summary_reply`] reads the summarizer's strict JSON reply, which carries
+//!   the new summary and [`FactUpdate`]s; [`facts_instruction`] asks for it and
+//!   [`indexed_transcript`] gives it log indices to cite.
+//! - [`PinnedFacts::render`] writes the prompt section, values quoted as data.
+//!
+//! The game's word wins: [`PinnedFacts::set_by_game`] replaces anything, and the
+//! model cannot replace or retire a value the game set.
+
+mod config;
+mod error;
+mod fact;
+mod key;
+mod prompt;
+mod render;
+mod store;
+mod update;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{FactLimits, FactsConfig};
+pub use error::{FactKeyError, FactsError};
+pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
+pub use key::{FactCategory, FactKey, MAX_KEY_LEN};
+pub use prompt::{facts_instruction, indexed_transcript};
+pub use render::{FACTS_CLOSE, FACTS_OPEN, RenderedFacts, facts_header};
+pub use store::{MAX_EVIDENCE, PinnedFacts};
+pub use update::{FactAction, FactUpdate, SummaryReply, parse_summary_reply};

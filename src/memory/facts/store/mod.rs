@@ -1,0 +1,373 @@
+//! The store of pinned facts: one active value per key, updated field by field, with
+//! a short history of what each key used to say.
+
+mod save;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::memory::message::LogIndex;
+
+use super::config::FactLimits;
+use super::error::FactsError;
+use super::fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
+use super::key::FactKey;
+use super::update::{FactAction, FactUpdate, check_value};
+
+/// Most evidence indices kept per fact, the newest kept. A fact confirmed in every
+/// summary would otherwise grow without end.
+pub const MAX_EVIDENCE: usize = 32;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Slot {
+    active: Option<Fact>,
+    /// Outdated and contradicted values, oldest first.
+    history: Vec<Fact>,
+}
+
+/// One NPC's working memory: facts that are never summarized away and always go
+/// into the prompt.
+///
+/// Each key has at most one active value. A new value never appends text: it
+/// replaces the active one, which moves to the key's history as outdated. The game's
+/// word wins: while a game-set value is active, the model cannot replace or retire
+/// it.
+///
+/// Saved as `{"limits": {..}, "facts": [..]}`: every [`Fact`], history and active
+/// alike, grouped by key, oldest first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PinnedFacts {
+    limits: FactLimits,
+    slots: BTreeMap<FactKey, Slot>,
+}
+
+impl PinnedFacts {
+    /// An empty store with these limits.
+    pub fn new(limits: FactLimits) -> Self {
+        Self {
+            limits,
+            slots: BTreeMap::new(),
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> FactLimits {
+        self.limits
+    }
+
+    /// Applies new limits. History is trimmed at once; active facts are all kept,
+    /// even over a lowered `max_facts`, because pinned facts are never dropped
+    /// silently.
+    pub fn set_limits(&mut self, limits: FactLimits) {
+        self.limits = limits;
+        for slot in self.slots.values_mut() {
+            trim_history(&mut slot.history, limits.history_per_key);
+        }
+    }
+
+    /// Active facts.
+    pub fn len(&self) -> usize {
+        self.slots.values().filter(|s| s.active.is_some()).count()
+    }
+
+    /// Whether no fact is active.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The active value of a key.
+    pub fn get(&self, key: &FactKey) -> Option<&Fact> {
+        self.slots.get(key)?.active.as_ref()
+    }
+
+    /// Every active fact, in prompt order: by category priority, then by key.
+    pub fn active(&self) -> Vec<&Fact> {
+        let mut facts: Vec<&Fact> = self
+            .slots
+            .values()
+            .filter_map(|s| s.active.as_ref())
+            .collect();
+        facts.sort_by_key(|fact| fact.key.category());
+        facts
+    }
+
+    /// The outdated and contradicted values of a key, oldest first.
+    pub fn history(&self, key: &FactKey) -> &[Fact] {
+        self.slots.get(key).map_or(&[], |slot| &slot.history)
+    }
+
+    /// Every key with an active value or a history, in key order.
+    pub fn keys(&self) -> impl Iterator<Item = &FactKey> {
+        self.slots.keys()
+    }
+
+    /// Whether any fact, active or in history, cites this message as evidence.
+    /// Such messages are worth keeping: the debug panel shows them.
+    pub fn is_evidence(&self, index: LogIndex) -> bool {
+        self.all_facts()
+            .any(|fact| fact.evidence.binary_search(&index).is_ok())
+    }
+
+    /// Whether any fact, active or in history, cites a message in `range`.
+    pub fn has_evidence_in(&self, range: Range<LogIndex>) -> bool {
+        self.all_facts()
+            .any(|fact| fact.evidence.iter().any(|index| range.contains(index)))
+    }
+
+    fn all_facts(&self) -> impl Iterator<Item = &Fact> {
+        self.slots
+            .values()
+            .flat_map(|slot| slot.history.iter().chain(&slot.active))
+    }
+
+    /// Forgets every fact and all history.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+    }
+
+    /// Sets a value from game code (e.g. quest state). Any key is allowed. The active
+    /// value, if different, becomes outdated; the same value (ignoring case and
+    /// surrounding space) takes the game's spelling and becomes game-owned.
+    pub fn set_by_game(
+        &mut self,
+        key: FactKey,
+        value: impl AsRef<str>,
+        now: f64,
+        evidence: Vec<LogIndex>,
+    ) -> Result<FactChange, FactsError> {
+        let value = check_value(&key, value.as_ref(), self.limits.max_value_chars)?;
+        let evidence = normalized(&evidence);
+        if self.get(&key).is_none() && self.len() >= self.limits.max_facts {
+            return Err(FactsError::TooManyFacts {
+                max: self.limits.max_facts,
+            });
+        }
+        let history_cap = self.limits.history_per_key;
+        let slot = self.slots.entry(key.clone()).or_default();
+        let old = slot.active.as_ref().map(|fact| fact.value.clone());
+        let kind = match &mut slot.active {
+            Some(active) if same_value(&active.value, &value) => {
+                active.value = value.clone();
+                active.source = FactSource::Game;
+                merge_evidence(&mut active.evidence, &evidence);
+                FactChangeKind::Confirmed
+            }
+            Some(_) => {
+                retire(slot, FactStatus::Outdated, now, history_cap);
+                slot.active = Some(new_fact(&key, &value, &evidence, now, FactSource::Game));
+                FactChangeKind::Replaced
+            }
+            None => {
+                slot.active = Some(new_fact(&key, &value, &evidence, now, FactSource::Game));
+                FactChangeKind::Added
+            }
+        };
+        Ok(FactChange {
+            key,
+            old,
+            new: Some(value),
+            source: FactSource::Game,
+            kind,
+            evidence,
+        })
+    }
+
+    /// Removes a value from game code. It stays in history as outdated. `None` when
+    /// the key had no active value.
+    pub fn remove_by_game(&mut self, key: &FactKey, now: f64) -> Option<FactChange> {
+        let history_cap = self.limits.history_per_key;
+        let slot = self.slots.get_mut(key)?;
+        let old = retire(slot, FactStatus::Outdated, now, history_cap)?;
+        Some(FactChange {
+            key: key.clone(),
+            old: Some(old),
+            new: None,
+            source: FactSource::Game,
+            kind: FactChangeKind::Removed,
+            evidence: Vec::new(),
+        })
+    }
+
+    /// Applies the summarizer's updates in order and reports what each one did.
+    /// Refused updates are reported too; they never change an active value.
+    pub fn apply_model_updates(&mut self, updates: &[FactUpdate], now: f64) -> Vec<FactChange> {
+        updates
+            .iter()
+            .map(|update| self.apply_model_update(update, now))
+            .collect()
+    }
+
+    fn apply_model_update(&mut self, update: &FactUpdate, now: f64) -> FactChange {
+        // Updates built by code skip the parser, so key and value are checked here too.
+        let action = match &update.action {
+            FactAction::Set(value) => check_value(&update.key, value, self.limits.max_value_chars)
+                .map(FactAction::Set)
+                .ok(),
+            mark => Some(mark.clone()),
+        };
+        let kind = match &action {
+            _ if !update.key.category().model_may_update() => FactChangeKind::NotAModelKey,
+            None => FactChangeKind::InvalidValue,
+            Some(action) => self.decide(&update.key, action),
+        };
+        let old = self.get(&update.key).map(|fact| fact.value.clone());
+        if let Some(action) = &action {
+            self.perform(kind, &update.key, action, &update.evidence, now);
+        }
+        FactChange {
+            key: update.key.clone(),
+            old,
+            new: match action {
+                Some(FactAction::Set(value)) => Some(value),
+                _ => None,
+            },
+            source: FactSource::Model,
+            kind,
+            evidence: update.evidence.clone(),
+        }
+    }
+
+    /// What a model update would do to the store as it is.
+    fn decide(&self, key: &FactKey, action: &FactAction) -> FactChangeKind {
+        let active = self.get(key);
+        match (action, active) {
+            (FactAction::Set(value), Some(active)) if same_value(&active.value, value) => {
+                FactChangeKind::Confirmed
+            }
+            (_, Some(active)) if active.source == FactSource::Game => {
+                FactChangeKind::OverruledByGame
+            }
+            (FactAction::Set(_), Some(_)) => FactChangeKind::Replaced,
+            (FactAction::Set(_), None) if self.len() >= self.limits.max_facts => {
+                FactChangeKind::StoreFull
+            }
+            (FactAction::Set(_), None) => FactChangeKind::Added,
+            (_, None) => FactChangeKind::NothingToMark,
+            (FactAction::MarkContradicted, Some(_)) => FactChangeKind::MarkedContradicted,
+            (FactAction::MarkOutdated, Some(_)) => FactChangeKind::MarkedOutdated,
+        }
+    }
+
+    fn perform(
+        &mut self,
+        kind: FactChangeKind,
+        key: &FactKey,
+        action: &FactAction,
+        evidence: &[LogIndex],
+        now: f64,
+    ) {
+        let history_cap = self.limits.history_per_key;
+        let value = match action {
+            FactAction::Set(value) => Some(value),
+            _ => None,
+        };
+        let model_fact = |status| Fact {
+            status,
+            ..new_fact(key, value.expect("a set"), evidence, now, FactSource::Model)
+        };
+        match kind {
+            FactChangeKind::Confirmed => {
+                let active = self.active_mut(key);
+                merge_evidence(&mut active.evidence, evidence);
+            }
+            FactChangeKind::OverruledByGame if value.is_some() => {
+                let refused = model_fact(FactStatus::Contradicted);
+                record_refused(self.slot(key), refused, history_cap);
+            }
+            FactChangeKind::Replaced | FactChangeKind::Added => {
+                let slot = self.slot(key);
+                retire(slot, FactStatus::Outdated, now, history_cap);
+                slot.active = Some(model_fact(FactStatus::Active));
+            }
+            FactChangeKind::MarkedOutdated => {
+                retire(self.slot(key), FactStatus::Outdated, now, history_cap);
+            }
+            FactChangeKind::MarkedContradicted => {
+                retire(self.slot(key), FactStatus::Contradicted, now, history_cap);
+            }
+            _ => {}
+        }
+    }
+
+    fn slot(&mut self, key: &FactKey) -> &mut Slot {
+        self.slots.entry(key.clone()).or_default()
+    }
+
+    fn active_mut(&mut self, key: &FactKey) -> &mut Fact {
+        self.slot(key)
+            .active
+            .as_mut()
+            .expect("decided on an active fact")
+    }
+}
+
+fn new_fact(
+    key: &FactKey,
+    value: &Arc<str>,
+    evidence: &[LogIndex],
+    now: f64,
+    source: FactSource,
+) -> Fact {
+    Fact {
+        key: key.clone(),
+        value: value.clone(),
+        status: FactStatus::Active,
+        evidence: normalized(evidence),
+        changed_at: now,
+        source,
+    }
+}
+
+/// Moves the active value to history with `status`, and returns it.
+fn retire(slot: &mut Slot, status: FactStatus, now: f64, history_cap: usize) -> Option<Arc<str>> {
+    let mut fact = slot.active.take()?;
+    fact.status = status;
+    fact.changed_at = now;
+    let value = fact.value.clone();
+    slot.history.push(fact);
+    trim_history(&mut slot.history, history_cap);
+    Some(value)
+}
+
+/// Keeps a refused model value in history, so the debug panel shows the model
+/// disagreeing with the game. A model repeating the same claim every summary only
+/// grows its evidence instead of filling the history.
+fn record_refused(slot: &mut Slot, refused: Fact, history_cap: usize) {
+    if let Some(last) = slot.history.last_mut().filter(|last| {
+        last.source == FactSource::Model
+            && last.status == FactStatus::Contradicted
+            && same_value(&last.value, &refused.value)
+    }) {
+        merge_evidence(&mut last.evidence, &refused.evidence);
+        last.changed_at = refused.changed_at;
+        return;
+    }
+    slot.history.push(refused);
+    trim_history(&mut slot.history, history_cap);
+}
+
+fn trim_history(history: &mut Vec<Fact>, cap: usize) {
+    let excess = history.len().saturating_sub(cap);
+    history.drain(..excess);
+}
+
+/// Whether two values say the same, ignoring case and surrounding space.
+fn same_value(a: &str, b: &str) -> bool {
+    a.trim().to_lowercase() == b.trim().to_lowercase()
+}
+
+fn merge_evidence(evidence: &mut Vec<LogIndex>, more: &[LogIndex]) {
+    evidence.extend_from_slice(more);
+    *evidence = normalized(evidence);
+}
+
+/// Ascending, without repeats, the newest [`MAX_EVIDENCE`] kept.
+fn normalized(evidence: &[LogIndex]) -> Vec<LogIndex> {
+    let mut evidence = evidence.to_vec();
+    evidence.sort_unstable();
+    evidence.dedup();
+    let excess = evidence.len().saturating_sub(MAX_EVIDENCE);
+    evidence.drain(..excess);
+    evidence
+}

@@ -1,0 +1,236 @@
+//! Forgetting for very long games: old, unimportant and unused memories are first
+//! compressed, then dropped, the way seed 002's weekly sweep does it (by age,
+//! access count and importance).
+//!
+//! Only what is *sent* is forgotten: summary segments leave the prompt and old
+//! messages leave the recall index. The full log (L2) is never touched, so a save
+//! still holds every word and a later policy can bring them back.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use super::message::{ChatMessage, LogIndex};
+use super::segments::{SegmentPriority, Segments};
+use super::tokens::estimate_tokens;
+
+/// When old memories are compressed and dropped. Ages count messages, not game
+/// time, so a game that pauses for a week forgets nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ForgettingPolicy {
+    /// Off by default: nothing is ever forgotten.
+    pub enabled: bool,
+    /// Older than this, normal-priority segments are compacted and recalled
+    /// messages already covered by a summary leave the recall index, unless they
+    /// were recalled often.
+    pub compress_after_messages: u64,
+    /// Older than this, low-priority segments are dropped and small talk that was
+    /// never recalled leaves the recall index.
+    pub drop_after_messages: u64,
+    /// Memories recalled at least this often are kept whatever their age.
+    pub keep_if_recalled: u32,
+}
+
+impl Default for ForgettingPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            compress_after_messages: 2_000,
+            drop_after_messages: 5_000,
+            keep_if_recalled: 3,
+        }
+    }
+}
+
+/// How much a message matters to the forgetting policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Importance {
+    /// A few words of small talk ("ok", "haha").
+    Low,
+    /// Anything else.
+    Normal,
+    /// Evidence for a pinned fact: never forgotten.
+    High,
+}
+
+/// What one sweep did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ForgettingReport {
+    /// Messages that left the recall index.
+    pub forgotten_messages: Vec<LogIndex>,
+    /// Segments dropped from the prompt, by the range they covered.
+    pub dropped_segments: Vec<Range<LogIndex>>,
+    /// Whether old segments are due for compaction.
+    pub compaction_due: bool,
+}
+
+impl ForgettingReport {
+    /// Whether the sweep changed anything.
+    pub fn is_empty(&self) -> bool {
+        self.forgotten_messages.is_empty() && self.dropped_segments.is_empty()
+    }
+}
+
+/// What the sweep needs to know about one message besides its text.
+pub(crate) struct MessageFacts<'a> {
+    pub(crate) access_count: &'a dyn Fn(LogIndex) -> u32,
+    pub(crate) is_forgotten: &'a dyn Fn(LogIndex) -> bool,
+    pub(crate) is_evidence: &'a dyn Fn(LogIndex) -> bool,
+}
+
+impl ForgettingPolicy {
+    /// Decides what to forget. Pure: the caller applies the report.
+    pub(crate) fn sweep(
+        &self,
+        log: &[ChatMessage],
+        covered_until: LogIndex,
+        segments: &Segments,
+        facts: &MessageFacts<'_>,
+    ) -> ForgettingReport {
+        let mut report = ForgettingReport::default();
+        if !self.enabled {
+            return report;
+        }
+        let now = log.len() as LogIndex;
+        let age = |index: LogIndex| now.saturating_sub(index);
+        for message in log
+            .iter()
+            .take_while(|m| age(m.index) > self.compress_after_messages)
+        {
+            let index = message.index;
+            if (facts.is_forgotten)(index) || (facts.access_count)(index) >= self.keep_if_recalled {
+                continue;
+            }
+            let importance = importance(message, facts);
+            let drop = importance == Importance::Low
+                && age(index) > self.drop_after_messages
+                && (facts.access_count)(index) == 0;
+            // Compressing a message means leaving its gist to a summary, so only
+            // covered messages qualify.
+            let compress = importance == Importance::Normal && index < covered_until;
+            if drop || compress {
+                report.forgotten_messages.push(index);
+            }
+        }
+        for segment in segments.list() {
+            let old = age(segment.covered.end) > self.drop_after_messages;
+            if old && segment.priority == SegmentPriority::Low {
+                report.dropped_segments.push(segment.covered.clone());
+            }
+        }
+        report.compaction_due = segments
+            .list()
+            .iter()
+            .filter(|s| {
+                s.level == 0
+                    && s.priority == SegmentPriority::Normal
+                    && age(s.covered.end) > self.compress_after_messages
+            })
+            .count()
+            >= 2;
+        report
+    }
+}
+
+fn importance(message: &ChatMessage, facts: &MessageFacts<'_>) -> Importance {
+    if (facts.is_evidence)(message.index) {
+        Importance::High
+    } else if estimate_tokens(&message.content) <= 3 {
+        Importance::Low
+    } else {
+        Importance::Normal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::memory::message::Role;
+    use crate::memory::segments::SummarySegment;
+
+    fn log(n: u64) -> Vec<ChatMessage> {
+        (0..n)
+            .map(|i| ChatMessage {
+                role: if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                content: Arc::from(if i % 10 == 0 {
+                    "ok"
+                } else {
+                    "a normal line of talk here"
+                }),
+                index: i,
+                timestamp: i as f64,
+            })
+            .collect()
+    }
+
+    fn policy() -> ForgettingPolicy {
+        ForgettingPolicy {
+            enabled: true,
+            compress_after_messages: 100,
+            drop_after_messages: 200,
+            keep_if_recalled: 2,
+        }
+    }
+
+    #[test]
+    fn old_small_talk_and_covered_lines_go_but_evidence_and_favourites_stay() {
+        let log = log(300);
+        let access = |i: LogIndex| if i == 5 { 2 } else { 0 };
+        let evidence = |i: LogIndex| i == 7;
+        let never = |_: LogIndex| false;
+        let facts = MessageFacts {
+            access_count: &access,
+            is_forgotten: &never,
+            is_evidence: &evidence,
+        };
+        let report = policy().sweep(&log, 50, &Segments::default(), &facts);
+        let forgotten = &report.forgotten_messages;
+        assert!(forgotten.contains(&0), "old small talk goes");
+        assert!(
+            forgotten.contains(&3),
+            "an old covered line is compressed away"
+        );
+        assert!(!forgotten.contains(&5), "recalled often: kept");
+        assert!(!forgotten.contains(&7), "evidence for a fact: kept");
+        assert!(
+            !forgotten.contains(&61),
+            "not covered by a summary yet: kept"
+        );
+        assert!(
+            !forgotten.contains(&150),
+            "small talk, but not old enough to drop"
+        );
+        assert!(forgotten.iter().all(|&i| i < 200));
+    }
+
+    #[test]
+    fn a_disabled_policy_forgets_nothing() {
+        let never = |_: LogIndex| false;
+        let zero = |_: LogIndex| 0;
+        let facts = MessageFacts {
+            access_count: &zero,
+            is_forgotten: &never,
+            is_evidence: &never,
+        };
+        let mut segments = Segments::default();
+        segments.push(SummarySegment {
+            covered: 0..10,
+            text: "old".into(),
+            level: 0,
+            priority: SegmentPriority::Low,
+            from_time: 0.0,
+            to_time: 1.0,
+        });
+        let off = ForgettingPolicy::default();
+        assert!(off.sweep(&log(9000), 9000, &segments, &facts).is_empty());
+        let on = policy().sweep(&log(9000), 9000, &segments, &facts);
+        assert_eq!(on.dropped_segments, vec![0..10]);
+    }
+}

@@ -1,0 +1,64 @@
+//! Recall of old messages from the full log (L2), by words they share with what
+//! the player just said.
+//!
+//! The window (L1) holds only the last few messages and the summary (L3) only what
+//! the summarizer chose to keep. Recall finds the exact earlier lines that matter
+//! now ("do you remember where my sister is?") so the prompt can quote them.
+//!
+//! [`RecallIndex`] is an incremental BM25 index over one NPC's log: messages are
+//! added as they are logged, and before each reply a [`RecallQuery`] made of the
+//! player's new line and a little recent context returns [`RecallHit`]s, each with
+//! its [`RecallReason`]. English is split into words; Chinese, Japanese and Korean
+//! into overlapping character pairs, so no segmenter or dictionary is needed.
+//! [`RecallConfig`] switches recall on and sets its few weights. Forgetting only
+//! hides messages from recall; [`RecallState`] is what a save needs to keep.
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use bevy_npc_memory::{ChatMessage, RecallConfig, RecallIndex, RecallQuery, Role};
+//! let log: Vec<ChatMessage> = ["My sister is in the northern shelter.", "I will remember."]
+//!     .iter()
+//!     .enumerate()
+//!     .map(|(i, text)| ChatMessage {
+//!         role: if i == 0 { Role::User } else { Role::Assistant },
+//!         content: Arc::from(*text),
+//!         index: i as u64,
+//!         timestamp: i as f64,
+//!     })
+//!     .collect();
+//! let mut index = RecallIndex::from_log(&log);
+//! let hits = index.query(
+//!     &RecallQuery::new("Where is my sister?"),
+//!     &log,
+//!     &RecallConfig::enabled(),
+//! );
+//! assert_eq!(hits[0].index, 0);
+//! ```
+
+mod config;
+mod dictionary;
+mod index;
+mod postings;
+mod query;
+mod state;
+mod terms;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::RecallConfig;
+pub use index::RecallIndex;
+pub use query::{RecallHit, RecallQuery, RecallReason, sort_chronologically};
+pub use state::RecallState;
+
+/// Reserves room for `additional` more items, growing by an eighth rather than
+/// doubling. The index's buffers only ever grow, and doubling would leave up to
+/// half of each one empty; an eighth keeps pushes amortized O(1) at a little more
+/// copying.
+fn reserve_gently<T>(buffer: &mut Vec<T>, additional: usize) {
+    let spare = buffer.capacity() - buffer.len();
+    if spare < additional {
+        let step = (buffer.len() / 8).max(additional).max(64);
+        buffer.reserve_exact(step);
+    }
+}

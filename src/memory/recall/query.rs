@@ -1,0 +1,464 @@
+//! Ranking: BM25 over the query's terms, mild speaker and recency weights, then
+//! the neighbours of the best matches.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::config::RecallConfig;
+use super::dictionary::{TermId, term_hash};
+use super::index::RecallIndex;
+use super::terms::for_each_term;
+use crate::memory::message::{ChatMessage, LogIndex, Role};
+
+/// Query terms beyond this many are dropped, least informative first. It bounds
+/// the work of a pasted wall of text and lets a `u64` record which terms matched.
+const MAX_QUERY_TERMS: usize = 64;
+
+/// What to recall for: the player's new line, the conversation just before it, and
+/// what the prompt already holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallQuery<'a> {
+    /// The player's new line: the main signal.
+    pub line: &'a str,
+    /// Recent messages, oldest first, to add context at a lower weight
+    /// ([`RecallConfig::context_weight`]). Only the last
+    /// [`RecallConfig::context_messages`] are used.
+    pub context: &'a [&'a str],
+    /// Log indices already in the prompt window; they are never recalled.
+    pub exclude: Range<LogIndex>,
+    /// The new line's own index, if it is already in the log and outside `exclude`.
+    pub line_index: Option<LogIndex>,
+    /// The current game time, in seconds, for recency weighting. A value that is
+    /// not finite (such as `f64::NAN`) turns recency weighting off.
+    pub now: f64,
+}
+
+impl<'a> RecallQuery<'a> {
+    /// A query for a line alone: no context, nothing excluded, no recency weighting.
+    pub fn new(line: &'a str) -> Self {
+        Self {
+            line,
+            context: &[],
+            exclude: 0..0,
+            line_index: None,
+            now: f64::NAN,
+        }
+    }
+
+    fn excludes(&self, index: LogIndex) -> bool {
+        self.exclude.contains(&index) || self.line_index == Some(index)
+    }
+}
+
+/// One recalled message, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallHit {
+    /// Where the message sits in the log.
+    pub index: LogIndex,
+    /// Its relevance: BM25 times the speaker and recency weights, or for a
+    /// neighbour a fraction of its match's score. Only comparable within one query.
+    pub score: f32,
+    /// Why it was recalled.
+    pub reason: RecallReason,
+}
+
+/// Why a message was recalled, for the debug panel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecallReason {
+    /// It shares these terms with the query (normalized: lower-case, singular, or
+    /// a two-character CJK slice), in the order the query has them.
+    Matched {
+        /// The shared terms.
+        terms: Vec<Arc<str>>,
+    },
+    /// It sits right before or after a matched message, usually the other half of
+    /// a question and its answer.
+    Neighbour {
+        /// The matched message it neighbours.
+        of: LogIndex,
+    },
+}
+
+/// Puts hits in log order, the order a prompt presents them in.
+pub fn sort_chronologically(hits: &mut [RecallHit]) {
+    hits.sort_by_key(|hit| hit.index);
+}
+
+/// Buffers reused by every query. They are as long as the log, so a query
+/// allocates nothing that grows with the log, and only the entries a query touched
+/// are cleared afterwards.
+#[derive(Clone, Debug, Default)]
+pub(super) struct QueryScratch {
+    scores: Vec<f32>,
+    /// Bit `i` set: query term `i` occurs in the message.
+    matched: Vec<u64>,
+    touched: Vec<u32>,
+    ranked: Vec<(f32, u32)>,
+}
+
+impl QueryScratch {
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.scores.capacity() * size_of::<f32>()
+            + self.matched.capacity() * size_of::<u64>()
+            + self.touched.capacity() * size_of::<u32>()
+            + self.ranked.capacity() * size_of::<(f32, u32)>()
+    }
+}
+
+/// A query term found in the index.
+struct QueryTerm {
+    id: TermId,
+    text: Arc<str>,
+    /// The query's weight for the term times its inverse document frequency.
+    weight: f32,
+}
+
+/// A direct match: score, message, and which query terms it holds.
+struct Match {
+    score: f32,
+    doc: u32,
+    terms: u64,
+}
+
+impl RecallIndex {
+    /// The old messages most relevant to a query, best first.
+    ///
+    /// `log` is the NPC's full log, with `log[i].index == i`; it gives speakers,
+    /// timestamps and neighbours. Messages in `query.exclude`, the new line itself,
+    /// system messages and forgotten messages are never returned. At most
+    /// [`RecallConfig::max_messages`] hits come back, neighbours included, ordered
+    /// by score and then by index, so equal scores always come out the same way;
+    /// [`sort_chronologically`] puts them in prompt order. Each returned message's
+    /// [`access_count`](Self::access_count) goes up by one.
+    ///
+    /// Returns nothing when recall is disabled or nothing matches.
+    pub fn query(
+        &mut self,
+        query: &RecallQuery<'_>,
+        log: &[ChatMessage],
+        config: &RecallConfig,
+    ) -> Vec<RecallHit> {
+        if !config.enabled || config.max_messages == 0 || self.indexed_docs == 0 {
+            return Vec::new();
+        }
+        let terms = self.query_terms(query, config);
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        self.score_messages(&terms, config);
+        let matches = self.best_matches(query, log, config);
+        let mut hits: Vec<RecallHit> = matches
+            .iter()
+            .map(|found| RecallHit {
+                index: LogIndex::from(found.doc),
+                score: found.score,
+                reason: RecallReason::Matched {
+                    terms: matched_terms(&terms, found.terms),
+                },
+            })
+            .collect();
+        if config.neighbours {
+            hits = self.with_neighbours(hits, query, log, config);
+        }
+        self.count_access(&hits);
+        hits
+    }
+
+    /// The query's distinct terms that the index knows, each at the highest weight
+    /// it has in the query, at most [`MAX_QUERY_TERMS`] of them.
+    fn query_terms(&self, query: &RecallQuery<'_>, config: &RecallConfig) -> Vec<QueryTerm> {
+        struct Candidate {
+            hash: u64,
+            weight: f32,
+            order: usize,
+            text: Range<usize>,
+        }
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut texts = String::new();
+        let mut collect = |line: &str, weight: f32| {
+            for_each_term(line, |term| {
+                let start = texts.len();
+                texts.push_str(term);
+                candidates.push(Candidate {
+                    hash: term_hash(term),
+                    weight,
+                    order: candidates.len(),
+                    text: start..texts.len(),
+                });
+            });
+        };
+        collect(query.line, 1.0);
+        let context_start = query.context.len().saturating_sub(config.context_messages);
+        for line in &query.context[context_start..] {
+            collect(line, config.context_weight);
+        }
+
+        candidates.sort_unstable_by(|a, b| {
+            (a.hash.cmp(&b.hash))
+                .then(b.weight.total_cmp(&a.weight))
+                .then(a.order.cmp(&b.order))
+        });
+        candidates.dedup_by_key(|candidate| candidate.hash);
+
+        let documents = self.indexed_docs as f32;
+        let mut found: Vec<(Candidate, TermId, f32)> = candidates
+            .into_iter()
+            .filter(|candidate| candidate.weight > 0.0)
+            .filter_map(|candidate| {
+                let id = self.dictionary.get(candidate.hash)?;
+                let doc_freq = self.postings.doc_freq(id) as f32;
+                // Lucene's BM25 idf: never negative, even for terms in most messages.
+                let idf = (1.0 + (documents - doc_freq + 0.5) / (doc_freq + 0.5)).ln();
+                let weight = candidate.weight * idf;
+                Some((candidate, id, weight))
+            })
+            .collect();
+        if found.len() > MAX_QUERY_TERMS {
+            found.sort_unstable_by(|a, b| b.2.total_cmp(&a.2).then(a.0.order.cmp(&b.0.order)));
+            found.truncate(MAX_QUERY_TERMS);
+        }
+        found.sort_unstable_by_key(|(candidate, ..)| candidate.order);
+        found
+            .into_iter()
+            .map(|(candidate, id, weight)| QueryTerm {
+                id,
+                text: Arc::from(&texts[candidate.text]),
+                weight,
+            })
+            .collect()
+    }
+
+    /// Accumulates BM25 scores and matched-term bits into the scratch buffers.
+    fn score_messages(&mut self, terms: &[QueryTerm], config: &RecallConfig) {
+        // Out-of-range parameters fall back to a bound or the default instead of
+        // poisoning every score with NaN.
+        let k1 = if config.bm25_k1.is_finite() {
+            config.bm25_k1.max(0.0)
+        } else {
+            RecallConfig::default().bm25_k1
+        };
+        let b = if config.bm25_b.is_nan() {
+            RecallConfig::default().bm25_b
+        } else {
+            config.bm25_b.clamp(0.0, 1.0)
+        };
+        let average_length = self.total_terms as f32 / self.indexed_docs as f32;
+        // BM25's length normalization, k1 · (1 - b + b · length / average), as a + c · length.
+        let fixed = k1 * (1.0 - b);
+        let per_term = k1 * b / average_length;
+        let scratch = &mut self.scratch;
+        if scratch.scores.len() < self.docs.len() {
+            scratch.scores.resize(self.docs.len(), 0.0);
+            scratch.matched.resize(self.docs.len(), 0);
+        }
+        for (bit, term) in terms.iter().enumerate() {
+            for (doc, term_freq) in self.postings.postings(term.id) {
+                let doc = doc as usize;
+                let length = f32::from(self.docs[doc].terms);
+                let term_freq = term_freq as f32;
+                let saturation = fixed + per_term * length;
+                let gain = term.weight * term_freq * (k1 + 1.0) / (term_freq + saturation);
+                if scratch.matched[doc] == 0 {
+                    scratch.touched.push(doc as u32);
+                }
+                scratch.matched[doc] |= 1 << bit;
+                scratch.scores[doc] += gain;
+            }
+        }
+    }
+
+    /// The best recallable matches, best first, and the scratch buffers cleared.
+    fn best_matches(
+        &mut self,
+        query: &RecallQuery<'_>,
+        log: &[ChatMessage],
+        config: &RecallConfig,
+    ) -> Vec<Match> {
+        let scratch = &mut self.scratch;
+        let docs = &self.docs;
+        let candidate = |doc: u32| !docs[doc as usize].forgotten && !query.excludes(doc.into());
+        // Weighting costs a log lookup and an exponential per message, and a common
+        // term can touch most of the log. Messages whose raw score is too far below
+        // the best few for any weight to lift them into the top are skipped.
+        let floor = weight_spread(config)
+            .and_then(|spread| {
+                let raw = scratch
+                    .touched
+                    .iter()
+                    .copied()
+                    .filter(|&doc| candidate(doc));
+                let kth = kth_largest(
+                    raw.map(|doc| scratch.scores[doc as usize]),
+                    config.max_messages,
+                )?;
+                // The margin absorbs rounding, so a tie is never pruned.
+                Some(kth / spread * 0.999)
+            })
+            .unwrap_or(0.0);
+        let ranked = &mut scratch.ranked;
+        ranked.clear();
+        for &doc in &scratch.touched {
+            let raw = scratch.scores[doc as usize];
+            if raw < floor || !candidate(doc) {
+                continue;
+            }
+            if let Some(message) = recallable(doc.into(), query, log) {
+                let weight =
+                    speaker_weight(message, config) * recency_weight(message, query, config);
+                ranked.push((raw * weight, doc));
+            }
+        }
+        let best_first = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let keep = config.max_messages.min(ranked.len());
+        if keep > 0 && keep < ranked.len() {
+            ranked.select_nth_unstable_by(keep - 1, best_first);
+        }
+        ranked.truncate(keep);
+        ranked.sort_unstable_by(best_first);
+        let matches = scratch
+            .ranked
+            .iter()
+            .map(|&(score, doc)| Match {
+                score,
+                doc,
+                terms: scratch.matched[doc as usize],
+            })
+            .collect();
+        for &doc in &scratch.touched {
+            scratch.scores[doc as usize] = 0.0;
+            scratch.matched[doc as usize] = 0;
+        }
+        scratch.touched.clear();
+        matches
+    }
+
+    fn count_access(&mut self, hits: &[RecallHit]) {
+        for hit in hits {
+            if let Ok(doc) = u32::try_from(hit.index) {
+                self.ensure_doc(doc);
+                let entry = &mut self.docs[doc as usize];
+                entry.hits = entry.hits.saturating_add(1);
+            }
+        }
+    }
+
+    /// Adds the messages around each match, each ranked at a fraction of its
+    /// match's score, and keeps the best [`RecallConfig::max_messages`]. A
+    /// neighbour never outranks its own match, so it is only kept if its match is.
+    fn with_neighbours(
+        &self,
+        matches: Vec<RecallHit>,
+        query: &RecallQuery<'_>,
+        log: &[ChatMessage],
+        config: &RecallConfig,
+    ) -> Vec<RecallHit> {
+        let share = if config.neighbour_weight >= 0.0 {
+            config.neighbour_weight.min(1.0)
+        } else {
+            0.0
+        };
+        let mut candidates = Vec::with_capacity(matches.len() * 3);
+        for found in &matches {
+            let around = [found.index.checked_sub(1), found.index.checked_add(1)];
+            for neighbour in around.into_iter().flatten() {
+                if !self.is_forgotten(neighbour) && recallable(neighbour, query, log).is_some() {
+                    candidates.push(RecallHit {
+                        index: neighbour,
+                        score: found.score * share,
+                        reason: RecallReason::Neighbour { of: found.index },
+                    });
+                }
+            }
+        }
+        candidates.extend(matches);
+        let is_neighbour = |hit: &RecallHit| matches!(hit.reason, RecallReason::Neighbour { .. });
+        candidates.sort_by(|a, b| {
+            (b.score.total_cmp(&a.score))
+                .then(is_neighbour(a).cmp(&is_neighbour(b)))
+                .then(a.index.cmp(&b.index))
+        });
+        let mut taken = HashSet::with_capacity(candidates.len());
+        candidates.retain(|hit| taken.insert(hit.index));
+        candidates.truncate(config.max_messages);
+        candidates
+    }
+}
+
+/// The message at `index` if recall may return it: in the log, not a system
+/// message, not already in the prompt.
+fn recallable<'log>(
+    index: LogIndex,
+    query: &RecallQuery<'_>,
+    log: &'log [ChatMessage],
+) -> Option<&'log ChatMessage> {
+    if query.excludes(index) {
+        return None;
+    }
+    let message = log.get(usize::try_from(index).ok()?)?;
+    (message.index == index && message.role != Role::System).then_some(message)
+}
+
+fn speaker_weight(message: &ChatMessage, config: &RecallConfig) -> f32 {
+    match message.role {
+        Role::User => config.player_weight,
+        Role::Assistant | Role::System => 1.0,
+    }
+}
+
+fn recency_weight(message: &ChatMessage, query: &RecallQuery<'_>, config: &RecallConfig) -> f32 {
+    let age = query.now - message.timestamp;
+    let half_life = config.recency_half_life;
+    if !age.is_finite() || half_life.is_nan() || half_life <= 0.0 {
+        return 1.0;
+    }
+    // A timestamp ahead of `now` (a clock reset) counts as brand new, not as a bonus.
+    1.0 + config.recency_weight * ((-age.max(0.0) / half_life).exp2() as f32)
+}
+
+/// The `k`-th largest of some non-negative scores, if there are at least `k`.
+fn kth_largest(scores: impl Iterator<Item = f32>, k: usize) -> Option<f32> {
+    if k == 0 {
+        return None;
+    }
+    // Non-negative floats order like their bit patterns, which are `Ord`.
+    let mut best = BinaryHeap::new();
+    for score in scores {
+        let bits = Reverse(score.to_bits());
+        if best.len() < k {
+            best.push(bits);
+        } else if best.peek().is_some_and(|least| bits < *least) {
+            best.pop();
+            best.push(bits);
+        }
+    }
+    if best.len() < k {
+        return None;
+    }
+    best.peek().map(|least| f32::from_bits(least.0))
+}
+
+/// How far apart the speaker and recency weights can put two messages with the
+/// same BM25 score: the largest combined weight over the smallest. `None` when
+/// the weights are not positive and finite, so nothing can be bounded.
+fn weight_spread(config: &RecallConfig) -> Option<f32> {
+    let player = config.player_weight;
+    let recency = 1.0 + config.recency_weight;
+    if !player.is_finite() || !recency.is_finite() {
+        return None;
+    }
+    let highest = player.max(1.0) * recency.max(1.0);
+    let lowest = player.min(1.0) * recency.min(1.0);
+    let spread = highest / lowest;
+    (lowest > 0.0 && spread.is_finite()).then_some(spread)
+}
+
+fn matched_terms(terms: &[QueryTerm], bits: u64) -> Vec<Arc<str>> {
+    terms
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| bits & (1 << bit) != 0)
+        .map(|(_, term)| term.text.clone())
+        .collect()
+}

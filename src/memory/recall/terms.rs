@@ -1,0 +1,392 @@
+//! Turns text into the terms the index matches on, the same way for messages and queries.
+//!
+//! - Runs of Chinese, Japanese or Korean characters have no spaces, so a word
+//!   segmenter would be needed to find words. Overlapping character bigrams need
+//!   none and match most two-character words, the commonest kind. A run of a
+//!   single character also yields that character, so one-character words between
+//!   punctuation are not lost. Longer runs yield no unigrams: they would double
+//!   the postings for terms that carry little meaning on their own.
+//! - Everything else that is alphanumeric forms words, lower-cased, with English
+//!   stopwords dropped and plurals, possessives and the commonest verb endings
+//!   folded by a few fixed rules (no dictionary, so the result never depends on
+//!   anything but the word).
+//! - Full-width Latin letters and digits count as their ASCII forms.
+
+/// Longest word kept, in bytes; longer words are cut. A hostile megabyte without a
+/// space becomes one short term instead of one huge one.
+const MAX_WORD_BYTES: usize = 48;
+
+/// Calls `emit` with each term of `text`, in order, repeats included.
+pub(super) fn for_each_term(text: &str, mut emit: impl FnMut(&str)) {
+    let mut word = String::new();
+    let mut pair = String::new();
+    // The previous character of the current CJK run, and the run's length.
+    let mut previous_cjk: Option<char> = None;
+    let mut cjk_run = 0usize;
+    let mut chars = text.chars().map(fold_full_width).peekable();
+    while let Some(ch) = chars.next() {
+        if is_cjk_letter(ch) {
+            flush_word(&mut word, &mut emit);
+            if let Some(previous) = previous_cjk {
+                pair.clear();
+                pair.push(previous);
+                pair.push(ch);
+                emit(&pair);
+            }
+            previous_cjk = Some(ch);
+            cjk_run += 1;
+            continue;
+        }
+        flush_lone_cjk(&mut previous_cjk, &mut cjk_run, &mut pair, &mut emit);
+        if ch.is_alphanumeric() {
+            if word.len() < MAX_WORD_BYTES {
+                word.extend(ch.to_lowercase());
+            }
+        } else if is_apostrophe(ch)
+            && !word.is_empty()
+            && chars
+                .peek()
+                .is_some_and(|&next| next.is_alphanumeric() && !is_cjk_letter(next))
+        {
+            // Kept for now so that a possessive "'s" can be told from a plural "s".
+            word.push('\'');
+        } else {
+            flush_word(&mut word, &mut emit);
+        }
+    }
+    flush_lone_cjk(&mut previous_cjk, &mut cjk_run, &mut pair, &mut emit);
+    flush_word(&mut word, &mut emit);
+}
+
+fn flush_lone_cjk(
+    previous: &mut Option<char>,
+    run: &mut usize,
+    buffer: &mut String,
+    emit: &mut impl FnMut(&str),
+) {
+    if let (Some(ch), 1) = (*previous, *run) {
+        buffer.clear();
+        buffer.push(ch);
+        emit(buffer);
+    }
+    *previous = None;
+    *run = 0;
+}
+
+fn flush_word(word: &mut String, emit: &mut impl FnMut(&str)) {
+    if word.is_empty() {
+        return;
+    }
+    let mut end = word.len().min(MAX_WORD_BYTES);
+    while !word.is_char_boundary(end) {
+        end -= 1;
+    }
+    word.truncate(end);
+    normalize_word(word);
+    if keeps(word) {
+        emit(word);
+    }
+    word.clear();
+}
+
+/// Folds possessives, contractions, plurals and verb endings, so "sister's",
+/// "sisters" and "sister" meet, as do "paint", "painted" and "painting".
+fn normalize_word(word: &mut String) {
+    if word.ends_with("'s") {
+        word.truncate(word.len() - 2);
+    }
+    word.retain(|ch| ch != '\'');
+    if !is_stopword(word) {
+        strip_plural(word);
+        strip_verb_ending(word);
+    }
+}
+
+/// Harman's "S" stemmer: plural rules, nothing more aggressive. (Its "-es → -e"
+/// rule is the same as dropping the "s", so it needs no branch of its own.)
+fn strip_plural(word: &mut String) {
+    if word.len() < 4 {
+        return;
+    }
+    if word.ends_with("ies") && !word.ends_with("eies") && !word.ends_with("aies") {
+        word.truncate(word.len() - 3);
+        word.push('y');
+    } else if word.ends_with('s') && !word.ends_with("us") && !word.ends_with("ss") {
+        word.truncate(word.len() - 1);
+    }
+}
+
+/// Strips "-ing" and "-ed" from words long enough to keep a stem of three letters,
+/// undoubles the consonant that "-ing" and "-ed" double ("planned" → "plan"), and
+/// drops a final "e" so "make" and "making" meet. Questions ask "did you paint"
+/// about a line that said "I painted"; plural folding alone misses that. Irregular
+/// forms ("went", "go") stay apart: only a dictionary could join them.
+fn strip_verb_ending(word: &mut String) {
+    for ending in ["ing", "ed"] {
+        if word.len() >= ending.len() + 3 && word.ends_with(ending) {
+            word.truncate(word.len() - ending.len());
+            let bytes = word.as_bytes();
+            let last = bytes[bytes.len() - 1];
+            if last == bytes[bytes.len() - 2] && !matches!(last, b'l' | b's' | b'z') {
+                word.truncate(word.len() - 1);
+            }
+            break;
+        }
+    }
+    if word.len() > 3 && word.ends_with('e') {
+        word.truncate(word.len() - 1);
+    }
+}
+
+fn keeps(word: &str) -> bool {
+    let single_letter = word.len() == 1 && word.as_bytes()[0].is_ascii_alphabetic();
+    !word.is_empty() && !single_letter && !is_stopword(word)
+}
+
+fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// Function words of English and chat filler, after apostrophes are removed
+/// ("don't" is "dont"). Sorted, for binary search.
+const STOPWORDS: &[&str] = &[
+    "about",
+    "after",
+    "again",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cant",
+    "could",
+    "did",
+    "didnt",
+    "do",
+    "does",
+    "doesnt",
+    "doing",
+    "dont",
+    "down",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "hey",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "if",
+    "im",
+    "in",
+    "into",
+    "is",
+    "isnt",
+    "it",
+    "its",
+    "itself",
+    "ive",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "oh",
+    "ok",
+    "okay",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "thats",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "wasnt",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "yeah",
+    "you",
+    "youll",
+    "your",
+    "youre",
+    "yours",
+    "yourself",
+    "yourselves",
+    "youve",
+];
+
+fn is_apostrophe(ch: char) -> bool {
+    ch == '\'' || ch == '\u{2019}'
+}
+
+/// Full-width ASCII variants ("ＡＢＣ１２３") as plain ASCII.
+fn fold_full_width(ch: char) -> char {
+    match ch as u32 {
+        code @ 0xFF01..=0xFF5E => char::from_u32(code - 0xFEE0).unwrap_or(ch),
+        _ => ch,
+    }
+}
+
+/// Letters of scripts written without spaces between words: ideographs, kana and
+/// hangul. Their punctuation is not included: it separates terms like any other.
+fn is_cjk_letter(ch: char) -> bool {
+    matches!(ch as u32,
+        0x3040..=0x309F // hiragana
+        | 0x30A0..=0x30FF // katakana
+        | 0x3400..=0x4DBF // extension A
+        | 0x4E00..=0x9FFF // unified ideographs
+        | 0xAC00..=0xD7AF // hangul syllables
+        | 0xF900..=0xFAFF // compatibility ideographs
+        | 0x20000..=0x2FA1F // supplementary ideographs
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_term(text, |term| out.push(term.to_owned()));
+        out
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn english_words_are_lowercased_and_stopwords_dropped() {
+        assert_eq!(
+            terms("The Generator is in the BASEMENT."),
+            ["generator", "basement"]
+        );
+    }
+
+    #[test]
+    fn possessives_plurals_and_contractions_fold() {
+        assert_eq!(terms("my sister's room"), ["sister", "room"]);
+        assert_eq!(terms("sisters"), ["sister"]);
+        assert_eq!(
+            terms("batteries boxes bus glass"),
+            ["battery", "box", "bus", "glass"]
+        );
+        assert_eq!(terms("I don't know, it’s Alex's"), ["know", "alex"]);
+    }
+
+    #[test]
+    fn verb_endings_fold() {
+        assert_eq!(terms("paint painted painting"), ["paint", "paint", "paint"]);
+        assert_eq!(terms("plan planned planning"), ["plan", "plan", "plan"]);
+        assert_eq!(terms("make making"), ["mak", "mak"]);
+        assert_eq!(terms("called calling"), ["call", "call"]);
+        // Too short to have an ending.
+        assert_eq!(terms("red bed sing"), ["red", "bed", "sing"]);
+    }
+
+    #[test]
+    fn chinese_runs_become_bigrams() {
+        assert_eq!(terms("妹妹在北方"), ["妹妹", "妹在", "在北", "北方"]);
+        // A lone character between punctuation is kept as a unigram.
+        assert_eq!(terms("猫，狗"), ["猫", "狗"]);
+    }
+
+    #[test]
+    fn mixed_text_splits_at_script_changes() {
+        assert_eq!(
+            terms("我是Alex，来自Vault7"),
+            ["我是", "alex", "来自", "vault7"]
+        );
+    }
+
+    #[test]
+    fn full_width_latin_is_ascii() {
+        assert_eq!(terms("ＡＢＣ１２３"), ["abc123"]);
+    }
+
+    #[test]
+    fn hostile_text_yields_bounded_or_no_terms() {
+        assert!(terms("?!... ,,, 🙂🙂🔥 ---").is_empty());
+        assert!(terms("").is_empty());
+        let huge = "a".repeat(1 << 20);
+        let out = terms(&huge);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].len() <= MAX_WORD_BYTES);
+        assert!(terms("''''s'").is_empty());
+    }
+}

@@ -1,0 +1,438 @@
+//! Recall end to end: logs in, hits out.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::memory::message::{ChatMessage, LogIndex, Role};
+
+fn message(index: usize, role: Role, text: &str) -> ChatMessage {
+    ChatMessage {
+        role,
+        content: Arc::from(text),
+        index: index as LogIndex,
+        timestamp: index as f64,
+    }
+}
+
+/// Player and NPC alternate, the player first.
+fn conversation(lines: &[&str]) -> Vec<ChatMessage> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            message(i, role, text)
+        })
+        .collect()
+}
+
+const FILLER: &[&str] = &[
+    "The corridor lights keep flickering near the storage area.",
+    "Check the water filters before the night cycle starts.",
+    "I found some canned food and two batteries in the locker.",
+    "The radio only picks up static on every channel today.",
+    "Door seven is jammed again, we need a crowbar for it.",
+    "Keep your voice down, the ventilation carries sound far.",
+    "The generator needs fuel soon or the heaters will stop.",
+    "I counted the medical kits twice and we still have nine.",
+];
+
+/// Turns 0-3 set up a fact, then `filler` turns follow.
+fn log_with_early_fact(filler: usize) -> Vec<ChatMessage> {
+    let mut lines = vec![
+        "Hello, is anyone there?",
+        "ECHO-7 online. Identify yourself.",
+        "I'm Alex, and I'm looking for my sister Mira.",
+        "Noted. Where did you last see your sister?",
+        "Mira went to the northern shelter before the storm.",
+    ];
+    lines.extend(FILLER.iter().cycle().take(filler));
+    conversation(&lines)
+}
+
+fn window_query<'a>(line: &'a str, log: &[ChatMessage], window: usize) -> RecallQuery<'a> {
+    let end = log.len() as LogIndex;
+    RecallQuery {
+        exclude: end.saturating_sub(window as LogIndex)..end,
+        now: end as f64,
+        ..RecallQuery::new(line)
+    }
+}
+
+fn indices(hits: &[RecallHit]) -> Vec<LogIndex> {
+    hits.iter().map(|hit| hit.index).collect()
+}
+
+fn matched(hit: &RecallHit) -> Vec<&str> {
+    match &hit.reason {
+        RecallReason::Matched { terms } => terms.iter().map(|term| &**term).collect(),
+        RecallReason::Neighbour { of } => panic!("expected a match, got a neighbour of {of}"),
+    }
+}
+
+#[test]
+fn english_fact_from_turn_three_is_recalled_after_500_filler_turns() {
+    let log = log_with_early_fact(500);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(
+        &window_query("Do you remember where my sister went?", &log, 20),
+        &log,
+        &config,
+    );
+    // The fact (turns 2 and 4) and the NPC's question about it, nothing from the filler.
+    let mut top = indices(&hits[..3]);
+    top.sort_unstable();
+    assert_eq!(top, [2, 3, 4]);
+    assert_eq!(hits[0].index, 4);
+    assert_eq!(matched(&hits[0]), ["went"]);
+    assert!(hits.iter().any(|hit| matched(hit).contains(&"sister")));
+}
+
+#[test]
+fn chinese_fact_is_recalled_by_a_later_question() {
+    let mut lines = vec![
+        "你好，有人吗？",
+        "这里是回声七号。",
+        "我叫小明，我的妹妹在北方的避难所。",
+        "记住了。",
+    ];
+    let filler = [
+        "仓库的灯一直在闪。",
+        "今天的无线电只有杂音。",
+        "发电机需要加油了。",
+        "七号门又卡住了，需要撬棍。",
+        "我们还有九个医疗包。",
+        "晚上记得检查滤水器。",
+    ];
+    lines.extend(filler.iter().cycle().take(300));
+    let log = conversation(&lines);
+    let mut index = RecallIndex::from_log(&log);
+    let hits = index.query(
+        &window_query("你还记得我妹妹在哪里吗？", &log, 20),
+        &log,
+        &RecallConfig::enabled(),
+    );
+    assert_eq!(hits[0].index, 2);
+    assert!(matched(&hits[0]).contains(&"妹妹"));
+}
+
+#[test]
+fn mixed_script_lines_match_on_both_scripts() {
+    let log = conversation(&["我的朋友Alex在仓库", "好的", "天气很好", "是的"]);
+    let mut index = RecallIndex::from_log(&log);
+    let hits = index.query(
+        &RecallQuery::new("Alex还在仓库吗"),
+        &log,
+        &RecallConfig::enabled(),
+    );
+    assert_eq!(hits[0].index, 0);
+    assert_eq!(matched(&hits[0]), ["alex", "在仓", "仓库"]);
+}
+
+#[test]
+fn the_window_and_the_new_line_are_never_recalled() {
+    let log = conversation(&[
+        "The code is 4711.",
+        "Understood.",
+        "Remember the code 4711?",
+        "Yes.",
+        "What was the code?",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let query = RecallQuery {
+        exclude: 2..4,
+        line_index: Some(4),
+        ..RecallQuery::new("What was the code?")
+    };
+    let hits = index.query(&query, &log, &RecallConfig::enabled());
+    assert_eq!(indices(&hits), [0, 1]);
+    assert!(hits.iter().all(|hit| !(2..5).contains(&hit.index)));
+}
+
+#[test]
+fn neighbours_come_with_the_match_they_belong_to() {
+    let log = conversation(&[
+        "Where should I store the fuel?",
+        "In the blue tank room.",
+        "Thanks.",
+        "Anything else?",
+        "The fuel pump is broken.",
+        "We will fix it.",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let hits = index.query(&RecallQuery::new("fuel"), &log, &RecallConfig::enabled());
+    // The shorter line mentioning fuel wins; each match brings its partners.
+    let reasons: Vec<(LogIndex, Option<LogIndex>)> = hits
+        .iter()
+        .map(|hit| match hit.reason {
+            RecallReason::Matched { .. } => (hit.index, None),
+            RecallReason::Neighbour { of } => (hit.index, Some(of)),
+        })
+        .collect();
+    assert_eq!(reasons[..2], [(0, None), (4, None)]);
+    assert!(reasons.contains(&(1, Some(0))));
+    assert!(reasons.contains(&(3, Some(4))));
+    assert!(reasons.contains(&(5, Some(4))));
+    for hit in &hits {
+        if let RecallReason::Neighbour { of } = hit.reason {
+            let matched_score = hits.iter().find(|other| other.index == of).unwrap().score;
+            assert!(hit.score <= matched_score);
+        }
+    }
+}
+
+#[test]
+fn the_budget_counts_neighbours_and_never_keeps_an_orphan() {
+    let log = conversation(&["alpha beta", "one", "alpha", "two", "beta", "three"]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        max_messages: 3,
+        neighbour_weight: 1.0,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(&RecallQuery::new("alpha beta"), &log, &config);
+    assert_eq!(hits.len(), 3);
+    for hit in &hits {
+        if let RecallReason::Neighbour { of } = hit.reason {
+            assert!(hits.iter().any(|other| other.index == of));
+        }
+    }
+}
+
+#[test]
+fn forgotten_messages_never_return() {
+    let log = conversation(&["the vault key is under the mat", "ok", "vault key", "sure"]);
+    let mut index = RecallIndex::from_log(&log);
+    index.forget(0);
+    index.forget(3);
+    assert!(index.is_forgotten(0));
+    assert!(!index.is_forgotten(2));
+    let hits = index.query(
+        &RecallQuery::new("vault key"),
+        &log,
+        &RecallConfig::enabled(),
+    );
+    assert_eq!(indices(&hits), [2, 1]);
+}
+
+#[test]
+fn access_counts_grow_with_each_recall_and_survive_a_save() {
+    let log = conversation(&["the vault key is under the mat", "ok", "weather", "sure"]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig::enabled();
+    for _ in 0..3 {
+        index.query(&RecallQuery::new("vault key"), &log, &config);
+    }
+    assert_eq!(index.access_count(0), 3);
+    assert_eq!(index.access_count(1), 3); // as a neighbour
+    assert_eq!(index.access_count(2), 0);
+    assert_eq!(index.access_count(99), 0);
+    index.forget(2);
+
+    let state = index.state();
+    assert_eq!(state.forgotten, [2]);
+    assert_eq!(state.access_counts, [(0, 3), (1, 3)]);
+    let json = serde_json::to_string(&state).unwrap();
+    let loaded: RecallState = serde_json::from_str(&json).unwrap();
+
+    // State restored before the log is added, as a load might do it.
+    let mut rebuilt = RecallIndex::new();
+    rebuilt.restore_state(&loaded);
+    for message in &log {
+        rebuilt.add(message);
+    }
+    assert_eq!(rebuilt.state(), state);
+    assert_eq!(rebuilt.access_count(0), 3);
+    assert!(rebuilt.is_forgotten(2));
+}
+
+#[test]
+fn ties_are_broken_by_log_order() {
+    let log = conversation(&["red door", "red door", "red door", "red door", "red door"]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        player_weight: 1.0,
+        ..RecallConfig::enabled()
+    };
+    for _ in 0..3 {
+        let hits = index.query(&RecallQuery::new("red door"), &log, &config);
+        assert_eq!(indices(&hits), [0, 1, 2, 3, 4]);
+    }
+}
+
+#[test]
+fn the_player_is_preferred_and_recent_messages_a_little() {
+    let log = conversation(&[
+        "signal tower",
+        "signal tower",
+        "signal tower",
+        "signal tower",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let query = RecallQuery {
+        now: 3.0,
+        ..RecallQuery::new("signal tower")
+    };
+    assert_eq!(indices(&index.query(&query, &log, &config)), [2, 0, 3, 1]);
+}
+
+#[test]
+fn context_adds_terms_at_a_lower_weight() {
+    let log = conversation(&[
+        "the pump in the east wing",
+        "fine",
+        "the pump in the west wing",
+        "fine",
+        "we talked about the east wing",
+        "and the weather",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let context = ["we talked about the east wing"];
+    let query = RecallQuery {
+        context: &context,
+        exclude: 4..6,
+        ..RecallQuery::new("is the pump fixed?")
+    };
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(&query, &log, &config);
+    assert_eq!(indices(&hits), [0, 2]);
+    assert_eq!(matched(&hits[0]), ["pump", "east", "wing"]);
+    let no_context = RecallConfig {
+        context_messages: 0,
+        ..config
+    };
+    let hits = index.query(&query, &log, &no_context);
+    assert_eq!(matched(&hits[0]), ["pump"]);
+}
+
+#[test]
+fn system_messages_are_never_recalled() {
+    let log = vec![
+        message(0, Role::System, "You are ECHO-7 in the bunker."),
+        message(1, Role::User, "Tell me about the bunker."),
+        message(2, Role::Assistant, "It is deep."),
+    ];
+    let mut index = RecallIndex::from_log(&log);
+    let hits = index.query(&RecallQuery::new("bunker"), &log, &RecallConfig::enabled());
+    assert_eq!(indices(&hits), [1, 2]);
+}
+
+#[test]
+fn disabled_recall_returns_nothing() {
+    let log = log_with_early_fact(10);
+    let mut index = RecallIndex::from_log(&log);
+    let hits = index.query(&RecallQuery::new("sister"), &log, &RecallConfig::default());
+    assert!(hits.is_empty());
+    assert_eq!(index.access_count(4), 0);
+}
+
+#[test]
+fn incremental_adds_match_a_rebuild_and_repeats_are_ignored() {
+    let log = log_with_early_fact(200);
+    let mut incremental = RecallIndex::new();
+    for message in &log {
+        incremental.add(message);
+        incremental.add(message);
+    }
+    let mut rebuilt = RecallIndex::from_log(&log);
+    assert_eq!(incremental.len(), log.len());
+    assert_eq!(incremental.term_count(), rebuilt.term_count());
+    let query = window_query("sister shelter storm", &log, 20);
+    let config = RecallConfig::enabled();
+    assert_eq!(
+        incremental.query(&query, &log, &config),
+        rebuilt.query(&query, &log, &config)
+    );
+}
+
+#[test]
+fn hostile_input_does_not_panic() {
+    let megabyte = "x".repeat(1 << 20);
+    let spaced_megabyte = "word ".repeat(200_000);
+    let lines = [
+        "",
+        "?!?!... ,,, ---",
+        "🙂🔥🙂 👍🏽 \u{200d}\u{0301}",
+        &megabyte,
+        &spaced_megabyte,
+        "\u{0}\u{7f}\u{feff}",
+        "ＡＢＣ１２３",
+        "한국어 텍스트",
+    ];
+    let log = conversation(&lines);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig::enabled();
+    for line in lines {
+        let context = [line, line];
+        let query = RecallQuery {
+            context: &context,
+            exclude: LogIndex::MAX - 1..LogIndex::MAX,
+            line_index: Some(LogIndex::MAX),
+            now: f64::INFINITY,
+            ..RecallQuery::new(line)
+        };
+        let hits = index.query(&query, &log, &config);
+        assert!(hits.len() <= config.max_messages);
+    }
+    // A log the index has not seen, and an index the log does not cover.
+    assert!(
+        RecallIndex::new()
+            .query(&RecallQuery::new("x"), &log, &config)
+            .is_empty()
+    );
+    let hits = index.query(&RecallQuery::new("word"), &[], &config);
+    assert!(hits.is_empty());
+    index.forget(LogIndex::MAX);
+    assert!(index.memory_bytes() > 0);
+}
+
+#[test]
+fn a_message_with_a_huge_index_is_skipped() {
+    let mut index = RecallIndex::new();
+    index.add(&message(0, Role::User, "first"));
+    let mut far = message(0, Role::User, "far");
+    far.index = LogIndex::MAX;
+    index.add(&far);
+    assert_eq!(index.len(), 1);
+}
+
+#[test]
+fn nonsense_weights_do_not_panic() {
+    let log = log_with_early_fact(50);
+    let mut index = RecallIndex::from_log(&log);
+    for value in [f32::NAN, f32::INFINITY, -1.0, 0.0, 1e30] {
+        let config = RecallConfig {
+            neighbour_weight: value,
+            context_weight: value,
+            player_weight: value,
+            recency_weight: value,
+            recency_half_life: f64::from(value),
+            bm25_k1: value,
+            bm25_b: value,
+            ..RecallConfig::enabled()
+        };
+        let context = ["the northern shelter"];
+        let query = RecallQuery {
+            context: &context,
+            now: 10.0,
+            ..RecallQuery::new("where is my sister")
+        };
+        assert!(index.query(&query, &log, &config).len() <= config.max_messages);
+    }
+}
