@@ -63,6 +63,30 @@
 //! [`TELEMETRY_TARGET`], and [`NpcMemoryPlugin::with_trace_file`] writes them as
 //! JSON lines.
 //!
+//! **5. Keep what matters.** The seed's single rolling summary loses detail. Switch
+//! on [`MemoryFeatures`] to add recall of raw old messages, pinned facts,
+//! segmented summaries and a token budget; each part also works alone, and
+//! personas can switch them per NPC:
+//!
+//! ```no_run
+//! # use bevy::prelude::*;
+//! # use bevy_npc_memory::prelude::*;
+//! App::new().add_plugins(
+//!     NpcMemoryPlugin::default().with_features(MemoryFeatures::layered(2000)),
+//! );
+//! // Quest state is the game's word; the model's summaries cannot override it.
+//! fn on_quest_started(mut facts: MessageWriter<SetPinnedFact>) {
+//!     facts.write(SetPinnedFact {
+//!         npc: NpcId::new("echo7"),
+//!         key: FactKey::CURRENT_GOAL,
+//!         value: "restore power to the north wing".into(),
+//!     });
+//! }
+//! ```
+//!
+//! [`ContextMemory::last_prompt`] tells how the last prompt was built: its sections,
+//! and which old messages were recalled and why.
+//!
 //! # Guarantees
 //!
 //! - No message leaves the prompt before a successful summary covers it. While
@@ -70,6 +94,9 @@
 //!   past it, messages are dropped from the prompt and reported, never from the log.
 //! - A failed summary is retried once, then the last good summary stays. Replies are
 //!   never affected.
+//! - Text from the player or a model that enters the system message (summaries,
+//!   recalled lines, fact values) is quoted as data, so it cannot pose as an
+//!   instruction or a section of its own.
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`].
 //!

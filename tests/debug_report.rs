@@ -3,7 +3,7 @@
 mod support;
 
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{NpcMemoryReport, Role};
+use bevy_npc_memory::{NpcMemoryReport, Role, SectionKind};
 use support::{Harness, persona, seed_sized};
 
 fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
@@ -95,4 +95,70 @@ fn the_report_shows_requests_in_flight_and_the_queue() {
     let report = report(&h, "echo7");
     assert!(report.reply_in_flight);
     assert_eq!(report.queued_lines, ["second"]);
+}
+
+#[test]
+fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
+    let plugin = seed_sized(OfflineBackend::default()).with_features(MemoryFeatures::layered(1500));
+    let mut h = Harness::new(plugin);
+    h.spawn("echo7", persona("ECHO-7"));
+    let lines = [
+        "My name is Alex.",
+        "I need to fix the power system.",
+        "The red hatch leads to the reactor.",
+        "Lunch was beans again.",
+        "Where does the red hatch lead?",
+    ];
+    for line in lines {
+        h.say("echo7", line);
+        h.settle();
+    }
+    h.app.world_mut().write_message(SetPinnedFact {
+        npc: NpcId::new("echo7"),
+        key: FactKey::CURRENT_GOAL,
+        value: "restart the reactor".into(),
+    });
+    h.app.update();
+
+    let report = report(&h, "echo7");
+    let active: Vec<(&str, &str)> = report
+        .facts
+        .iter()
+        .filter(|f| f.status == FactStatus::Active)
+        .map(|f| (f.key.as_str(), f.value.as_str()))
+        .collect();
+    assert!(active.contains(&("player_name", "Alex")), "{active:?}");
+    assert!(active.contains(&("current_goal", "restart the reactor")));
+    let outdated = report
+        .facts
+        .iter()
+        .find(|f| f.value == "fix the power system")
+        .expect("the model's goal stays in the history");
+    assert_eq!(outdated.status, FactStatus::Outdated);
+    assert_eq!(outdated.evidence, vec![2]);
+
+    assert!(!report.segments.is_empty());
+    assert_eq!(report.segments[0].covered.start, 0);
+
+    let (tokens, budget) = report.prompt_tokens.expect("the last prompt was assembled");
+    assert_eq!(budget, Some(1500));
+    assert!(tokens <= 1500);
+    let kinds: Vec<_> = report.prompt_sections.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SectionKind::Persona,
+            SectionKind::PinnedFacts,
+            SectionKind::Summaries,
+            SectionKind::Recalled,
+            SectionKind::Window
+        ]
+    );
+    let hatch = report
+        .recalled
+        .iter()
+        .find(|r| r.index == 4)
+        .expect("the hatch line was recalled for the question");
+    assert_eq!(hatch.text, "The red hatch leads to the reactor.");
+    assert!(hatch.why.contains("hatch"), "{}", hatch.why);
 }

@@ -172,3 +172,81 @@ fn bad_input_names_the_file_and_the_record() {
     assert!(!stderr.contains("panicked"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// One old fact among filler, and a question about it.
+fn recall_fixture(dir: &Path) -> PathBuf {
+    let mut turns: Vec<Value> = Vec::new();
+    for k in 1..=30 {
+        let speaker = if k % 2 == 1 { "Alex" } else { "Echo" };
+        let text = if k == 3 {
+            "My sister Mara keeps the lighthouse on the cliff.".to_owned()
+        } else {
+            format!("Routine check {k}: pressure nominal, doors sealed.")
+        };
+        turns.push(json!({"speaker": speaker, "dia_id": format!("D1:{k}"), "text": text}));
+    }
+    let data = json!([{
+        "sample_id": "recall-1",
+        "conversation": {
+            "speaker_a": "Alex", "speaker_b": "Echo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns
+        },
+        "qa": [
+            {"question": "Who keeps the lighthouse?", "answer": "Mara", "evidence": ["D1:3"], "category": 4}
+        ]
+    }]);
+    let path = dir.join("recall.json");
+    std::fs::write(&path, data.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off() {
+    let dir = support::temp_dir("bench-layered");
+    let data = recall_fixture(&dir);
+    let layered = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "--data",
+            data.to_str().unwrap(),
+            "--strategy",
+            "layered",
+            "--window",
+            "6",
+            "--budget",
+            "400",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = run(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let all = layered(&[]);
+    assert_eq!(all["evidence_recall"]["overall"], 1.0, "{all}");
+    assert!(all["context_tokens"]["mean"].as_f64().unwrap() <= 400.0);
+    assert!(all["assembly_us"]["p99"].as_f64().unwrap() > 0.0);
+
+    let without = layered(&["--without", "recall"]);
+    assert_eq!(without["evidence_recall"]["overall"], 0.0, "{without}");
+    assert_eq!(without["without"], json!(["recall"]));
+
+    let (ok, _, stderr) = run(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--strategy",
+        "layered",
+        "--without",
+        "memory",
+    ]);
+    assert!(!ok && stderr.contains("--without takes"), "{stderr}");
+    let (ok, _, stderr) = run(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--strategy",
+        "window",
+        "--without",
+        "recall",
+    ]);
+    assert!(!ok && stderr.contains("only applies"), "{stderr}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -62,9 +62,9 @@ pub struct SectionShares {
 impl Default for SectionShares {
     fn default() -> Self {
         Self {
-            window: 0.3,
-            summaries: 0.2,
-            recall: 0.5,
+            window: 0.2,
+            summaries: 0.1,
+            recall: 0.7,
         }
     }
 }
@@ -448,8 +448,7 @@ fn recalled_line(message: &ChatMessage, persona: &PersonaPrompt) -> String {
         Role::System => "System",
     };
     format!(
-        "- #{} {} {}: {}",
-        message.index,
+        "- [{}] {}: {}",
         clock(message.timestamp),
         quote(speaker),
         quote(&message.content)

@@ -26,6 +26,8 @@ mod tokens;
 mod window;
 
 #[cfg(test)]
+mod layered_tests;
+#[cfg(test)]
 mod tests;
 
 pub use assembly::{

@@ -369,6 +369,12 @@ impl<'w> Pipeline<'w> {
                     covered_to: update.covered.end,
                     latency_ms: update.latency.as_secs_f64() * 1000.0,
                     trigger: update.trigger,
+                    fact_changes: update
+                        .fact_changes
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
+                    forgotten_messages: update.forgotten.forgotten_messages.len(),
                 });
                 self.out.summaries.write(NpcSummaryUpdated {
                     npc: npc.clone(),

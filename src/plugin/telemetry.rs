@@ -75,6 +75,12 @@ pub enum TelemetryEvent {
         latency_ms: f64,
         /// Why it ran.
         trigger: SummaryTrigger,
+        /// Pinned-fact changes it brought, in words (empty unless facts are on).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        fact_changes: Vec<String>,
+        /// Messages the forgetting policy took out of recall afterwards.
+        #[serde(skip_serializing_if = "is_zero")]
+        forgotten_messages: usize,
     },
     /// Memory lost quality.
     Degraded {
@@ -197,4 +203,8 @@ fn log_event(event: &TelemetryEvent) {
             target: TELEMETRY_TARGET, %npc, %reason, "[Memory] degraded"
         ),
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -1,0 +1,341 @@
+//! Recall over a 10k-message log: indexing throughput and query latency, in
+//! English and in Chinese.
+//!
+//! `cargo bench --bench recall`
+//!
+//! Before Criterion runs, the same binary times 2,000 queries one by one and prints
+//! their p50 and p99 latency, and compares the index's heap with the log's own
+//! memory.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bevy_npc_memory::{ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role};
+use criterion::{Criterion, Throughput};
+
+const LOG_MESSAGES: usize = 10_000;
+const WINDOW: usize = 20;
+const CONTEXT: usize = 4;
+const LATENCY_QUERIES: usize = 2_000;
+
+/// 400 common Chinese characters, roughly most frequent first.
+const CHINESE_CHARACTERS: &str = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持";
+
+/// English function words; real chat lines are about half these.
+const FUNCTION_WORDS: &[&str] = &[
+    "the", "a", "to", "and", "I", "you", "it", "is", "of", "in", "that", "we", "my", "on", "for",
+    "was", "with", "do", "what", "have", "be", "this", "are", "so", "there", "me", "at", "not",
+];
+
+/// SplitMix64: a fixed, dependency-free source of pseudo-random numbers.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound as u64) as usize
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Draws ranks with probability proportional to 1 / rank.
+struct Zipf {
+    cumulative: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(size: usize) -> Self {
+        let mut total = 0.0;
+        let cumulative = (1..=size)
+            .map(|rank| {
+                total += 1.0 / rank as f64;
+                total
+            })
+            .collect();
+        Self { cumulative }
+    }
+
+    fn draw(&self, random: &mut Random) -> usize {
+        let target = random.unit() * self.cumulative.last().unwrap();
+        self.cumulative
+            .partition_point(|&c| c < target)
+            .min(self.cumulative.len() - 1)
+    }
+}
+
+/// Lines of 10-30 words: half function words, half content words drawn from a
+/// Zipf-distributed vocabulary of made-up words.
+struct EnglishLines {
+    vocabulary: Vec<String>,
+    zipf: Zipf,
+}
+
+impl EnglishLines {
+    fn new(random: &mut Random) -> Self {
+        // Distinct made-up words: each rank spelled in base 20 with syllables.
+        // None ends in "s", so plural folding never merges two of them.
+        const SYLLABLES: &[&str] = &[
+            "ka", "lo", "mi", "ter", "bun", "gen", "ra", "tor", "shel", "ven", "pa", "dor", "fi",
+            "lan", "cor", "ro", "sta", "ble", "na", "wen",
+        ];
+        let mut order: Vec<usize> = (0..5_000).collect();
+        // Shuffle so that frequent words are not all the short ones.
+        for i in (1..order.len()).rev() {
+            order.swap(i, random.below(i + 1));
+        }
+        let vocabulary = order
+            .into_iter()
+            .map(|rank| {
+                let mut word = String::new();
+                let mut rest = rank + 20;
+                while rest > 0 {
+                    word.push_str(SYLLABLES[rest % 20]);
+                    rest /= 20;
+                }
+                word
+            })
+            .collect();
+        Self {
+            vocabulary,
+            zipf: Zipf::new(5_000),
+        }
+    }
+
+    fn line(&self, random: &mut Random, words: usize) -> String {
+        let mut line = String::new();
+        for i in 0..words {
+            if i > 0 {
+                line.push(' ');
+            }
+            if random.below(2) == 0 {
+                line.push_str(FUNCTION_WORDS[random.below(FUNCTION_WORDS.len())]);
+            } else {
+                line.push_str(&self.vocabulary[self.zipf.draw(random)]);
+            }
+        }
+        line.push('.');
+        line
+    }
+}
+
+/// Lines of 15-45 characters drawn Zipf-wise from common characters, with
+/// punctuation now and then. Independent draws give more distinct bigrams than
+/// real Chinese, so the memory figure errs high.
+struct ChineseLines {
+    characters: Vec<char>,
+    zipf: Zipf,
+}
+
+impl ChineseLines {
+    fn new() -> Self {
+        let characters: Vec<char> = CHINESE_CHARACTERS.chars().collect();
+        let zipf = Zipf::new(characters.len());
+        Self { characters, zipf }
+    }
+
+    fn line(&self, random: &mut Random, words: usize) -> String {
+        let mut line = String::new();
+        for i in 0..words * 3 / 2 {
+            if i > 0 && random.below(10) == 0 {
+                line.push('，');
+            }
+            line.push(self.characters[self.zipf.draw(random)]);
+        }
+        line.push('。');
+        line
+    }
+}
+
+struct Workload {
+    name: &'static str,
+    log: Vec<ChatMessage>,
+    queries: Vec<String>,
+}
+
+fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> String) -> Workload {
+    let mut random = Random(0x5eed);
+    let log = (0..LOG_MESSAGES)
+        .map(|i| {
+            let words = 10 + random.below(21);
+            ChatMessage {
+                role: if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                content: Arc::from(line(&mut random, words)),
+                index: i as LogIndex,
+                timestamp: i as f64 * 5.0,
+            }
+        })
+        .collect();
+    let queries = (0..LATENCY_QUERIES)
+        .map(|_| {
+            let words = 6 + random.below(10);
+            line(&mut random, words)
+        })
+        .collect();
+    Workload { name, log, queries }
+}
+
+fn workloads() -> Vec<Workload> {
+    let mut random = Random(0xfeed);
+    let english = EnglishLines::new(&mut random);
+    let chinese = ChineseLines::new();
+    vec![
+        workload("english", |random, words| english.line(random, words)),
+        workload("chinese", |random, words| chinese.line(random, words)),
+    ]
+}
+
+/// A query as the plugin would make it: the new line, the last few messages as
+/// context, the window excluded.
+fn run_query(
+    index: &mut RecallIndex,
+    workload: &Workload,
+    line: &str,
+    config: &RecallConfig,
+) -> usize {
+    let end = workload.log.len();
+    let context: Vec<&str> = workload.log[end - CONTEXT..]
+        .iter()
+        .map(|message| &*message.content)
+        .collect();
+    let query = RecallQuery {
+        line,
+        context: &context,
+        exclude: (end - WINDOW) as LogIndex..end as LogIndex,
+        line_index: None,
+        now: end as f64 * 5.0,
+    };
+    index.query(&query, &workload.log, config).len()
+}
+
+fn log_bytes(log: &[ChatMessage]) -> usize {
+    log.iter()
+        .map(|message| message.content.len() + size_of::<ChatMessage>())
+        .sum()
+}
+
+fn report_latency_and_memory(workload: &Workload) {
+    let config = RecallConfig::enabled();
+    let started = Instant::now();
+    let mut index = RecallIndex::new();
+    for message in &workload.log {
+        index.add(message);
+    }
+    let build = started.elapsed();
+    let incremental_bytes = index.memory_bytes();
+    let rebuilt_bytes = RecallIndex::from_log(&workload.log).memory_bytes();
+
+    // The machine may be shared: besides each query's first timing, the best of
+    // three runs of the same query filters out time stolen by other processes.
+    let mut first: Vec<Duration> = Vec::with_capacity(workload.queries.len());
+    let mut best: Vec<Duration> = Vec::with_capacity(workload.queries.len());
+    for line in &workload.queries {
+        let timings = [(); 3].map(|()| {
+            let started = Instant::now();
+            black_box(run_query(&mut index, workload, line, &config));
+            started.elapsed()
+        });
+        first.push(timings[0]);
+        best.push(timings.into_iter().min().unwrap());
+    }
+    first.sort_unstable();
+    best.sort_unstable();
+    let micros = |latencies: &[Duration], p: f64| {
+        let at = ((latencies.len() - 1) as f64 * p).round() as usize;
+        latencies[at].as_secs_f64() * 1e6
+    };
+    let log = log_bytes(&workload.log);
+    let after_queries = index.memory_bytes();
+    println!(
+        "recall/{}: {} messages, {} terms; add {:.2} µs/message ({:.0} messages/s)",
+        workload.name,
+        workload.log.len(),
+        index.term_count(),
+        build.as_secs_f64() * 1e6 / workload.log.len() as f64,
+        workload.log.len() as f64 / build.as_secs_f64(),
+    );
+    println!(
+        "recall/{}: {} queries: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs \
+         (best of 3 per query: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs)",
+        workload.name,
+        first.len(),
+        micros(&first, 0.50),
+        micros(&first, 0.99),
+        micros(&first, 1.0),
+        micros(&best, 0.50),
+        micros(&best, 0.99),
+        micros(&best, 1.0),
+    );
+    println!(
+        "recall/{}: log {} B; index {} B after adds ({:.2}x), {} B rebuilt ({:.2}x),          {} B after queries ({:.2}x)",
+        workload.name,
+        log,
+        incremental_bytes,
+        incremental_bytes as f64 / log as f64,
+        rebuilt_bytes,
+        rebuilt_bytes as f64 / log as f64,
+        after_queries,
+        after_queries as f64 / log as f64,
+    );
+}
+
+fn criterion_benches(c: &mut Criterion, workloads: &[Workload]) {
+    let config = RecallConfig::enabled();
+    for workload in workloads {
+        let mut group = c.benchmark_group(format!("recall/{}", workload.name));
+        group.throughput(Throughput::Elements(workload.log.len() as u64));
+        group.sample_size(10);
+        group.bench_function("add_10k", |b| {
+            b.iter(|| {
+                let mut index = RecallIndex::new();
+                for message in &workload.log {
+                    index.add(message);
+                }
+                black_box(index.len())
+            })
+        });
+        group.throughput(Throughput::Elements(1));
+        group.sample_size(50);
+        let mut index = RecallIndex::from_log(&workload.log);
+        let mut next = 0;
+        group.bench_function("query_10k", |b| {
+            b.iter(|| {
+                next = (next + 1) % workload.queries.len();
+                black_box(run_query(
+                    &mut index,
+                    workload,
+                    &workload.queries[next],
+                    &config,
+                ))
+            })
+        });
+        group.finish();
+    }
+}
+
+fn main() {
+    let workloads = workloads();
+    for workload in &workloads {
+        report_latency_and_memory(workload);
+    }
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    criterion_benches(&mut criterion, &workloads);
+    criterion.final_summary();
+}

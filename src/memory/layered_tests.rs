@@ -1,0 +1,119 @@
+//! The features beyond the seed, in the core: segments and their compaction under a
+//! budget, forgetting, and the seed's prompt staying exact when everything is off.
+
+use std::time::Duration;
+
+use super::*;
+use crate::llm::OfflineBackend;
+
+fn persona() -> PersonaPrompt {
+    PersonaPrompt {
+        name: "ECHO-7".into(),
+        text: "You are ECHO-7.".into(),
+        style: SummaryStyle::english(),
+    }
+}
+
+/// Plays `turns` exchanges, answering every summary job with the offline backend.
+fn play(config: &MemoryConfig, turns: usize) -> NpcMemory {
+    let mut memory = NpcMemory::new(persona(), config);
+    let backend = OfflineBackend::default();
+    for turn in 0..turns {
+        let mut layers = memory.layers();
+        let t = turn as f64 * 10.0;
+        layers.record(
+            Role::User,
+            format!("Report {turn}: valve {} is stuck open.", turn % 13),
+            t,
+        );
+        layers.record(Role::Assistant, format!("Logged report {turn}."), t + 1.0);
+        while let Some(job) = layers.start_summary() {
+            let text = backend.summarize(&job.input);
+            if !matches!(
+                layers.finish_summary(job.id, Ok(&text), Duration::ZERO),
+                SummaryOutcome::Updated(_)
+            ) {
+                break;
+            }
+        }
+    }
+    memory
+}
+
+#[test]
+fn segments_stay_separate_until_the_budget_demands_compaction() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features.segments.enabled = true;
+    let unbounded = play(&config, 40);
+    let segments = unbounded.context.segments().list();
+    assert_eq!(segments.len(), 20, "one segment per fold, none merged");
+    assert!(segments.iter().all(|s| s.level == 0));
+
+    config.features.segments.compact_above_tokens = Some(120);
+    let bounded = play(&config, 40);
+    let segments = bounded.context.segments().list();
+    assert!(segments.len() < 20, "{} segments", segments.len());
+    assert!(
+        segments.iter().any(|s| s.level >= 1),
+        "old segments were compacted"
+    );
+    // Together they still cover the log from the start, without gaps or overlaps.
+    assert_eq!(segments[0].covered.start, 0);
+    assert!(
+        segments
+            .windows(2)
+            .all(|w| w[0].covered.end == w[1].covered.start)
+    );
+    assert_eq!(
+        segments.last().unwrap().covered.end,
+        bounded.context.covered_until()
+    );
+    // The newest segments are the least compacted.
+    assert_eq!(segments.last().unwrap().level, 0);
+    let history = bounded.context.history();
+    assert!(
+        history
+            .iter()
+            .any(|r| r.trigger == SummaryTrigger::Compaction)
+    );
+}
+
+#[test]
+fn forgetting_drops_old_recall_entries_but_never_the_log() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features.recall.enabled = true;
+    config.features.forgetting = ForgettingPolicy {
+        enabled: true,
+        compress_after_messages: 40,
+        drop_after_messages: 80,
+        keep_if_recalled: 2,
+    };
+    let memory = play(&config, 100);
+    assert_eq!(memory.log.len(), 200, "the log keeps every message");
+    let recall = memory.context.recall();
+    assert!(recall.is_forgotten(0), "an old covered line left recall");
+    assert!(!recall.is_forgotten(190), "recent lines stay");
+}
+
+#[test]
+fn with_every_feature_off_the_prompt_is_the_seeds() {
+    let config = MemoryConfig {
+        summary_threshold: Some(2),
+        ..MemoryConfig::with_window(4)
+    };
+    let mut memory = play(&config, 5);
+    let expected = memory.window.prompt(&memory.log);
+    let mut layers = memory.layers();
+    assert_eq!(layers.reply_prompt(), expected);
+    let system = &expected[0].content;
+    assert!(
+        system.starts_with("You are ECHO-7.\n\n[Previously]: Player: "),
+        "{system}"
+    );
+}
