@@ -346,3 +346,42 @@ fn a_version_one_save_migrates_and_keeps_every_layer() {
     assert!(system_prompt(&h, "echo7").contains("[前情提要]: 玩家Alex"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn recall_works_for_chinese_without_spaces() {
+    let backend = ScriptedBackend::new();
+    for _ in 0..63 {
+        backend.push_reply("收到。");
+    }
+    for _ in 0..20 {
+        backend.push_summary(r#"{"summary": "玩家在汇报读数。", "facts": []}"#);
+    }
+    let plugin = NpcMemoryPlugin::default()
+        .with_backend(backend)
+        .with_features(MemoryFeatures::layered(1500));
+    let mut h = Harness::new(plugin);
+    h.wait_secs = 60;
+    h.spawn(
+        "echo7",
+        persona("ECHO-7").with_language(PromptLanguage::Chinese),
+    );
+    let lines = ["你好。".to_owned(), "我叫小明，我的妹妹在北方的避难所等我。".to_owned()]
+        .into_iter()
+        .chain((0..60).map(|i| format!("第{i}号通风口读数正常，发电机运转平稳。")));
+    for (turn, line) in lines.enumerate() {
+        h.say("echo7", &line);
+        h.wait_for_replies(turn + 1);
+    }
+    h.say("echo7", "你还记得我妹妹在哪里吗？");
+    h.wait_for_replies(63);
+    let memory = context(&h, "echo7");
+    let prompt = memory.last_prompt().unwrap();
+    assert!(
+        prompt.recalled.iter().any(|r| r.index == 2),
+        "the sister line is recalled: {:?}",
+        prompt.recalled
+    );
+    let system = &prompt.messages[0].content;
+    assert!(system.contains("[回忆的原话"), "{system}");
+    assert!(system.contains("北方的避难所"));
+}
