@@ -99,20 +99,7 @@ fn the_report_shows_requests_in_flight_and_the_queue() {
 
 #[test]
 fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
-    let plugin = seed_sized(OfflineBackend::default()).with_features(MemoryFeatures::layered(1500));
-    let mut h = Harness::new(plugin);
-    h.spawn("echo7", persona("ECHO-7"));
-    let lines = [
-        "My name is Alex.",
-        "I need to fix the power system.",
-        "The red hatch leads to the reactor.",
-        "Lunch was beans again.",
-        "Where does the red hatch lead?",
-    ];
-    for line in lines {
-        h.say("echo7", line);
-        h.settle();
-    }
+    let mut h = support::layered_scene();
     h.app.world_mut().write_message(SetPinnedFact {
         npc: NpcId::new("echo7"),
         key: FactKey::CURRENT_GOAL,

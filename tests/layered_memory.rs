@@ -268,22 +268,7 @@ fn hostile_lines_stay_quoted_data_in_facts_and_recall() {
 fn facts_segments_and_recall_state_survive_save_and_load() {
     let dir = temp_dir("layered-save");
     let path = dir.join("savegame.json");
-    let plugin =
-        || seed_sized(OfflineBackend::default()).with_features(MemoryFeatures::layered(1500));
-    let mut h = Harness::new(plugin());
-    h.spawn("echo7", persona("ECHO-7"));
-    let lines = [
-        "My name is Alex.",
-        "I need to fix the power system.",
-        "The red hatch leads north.",
-        "The fuse box is rusty.",
-        "Where does the red hatch lead?",
-    ];
-    for (i, line) in lines.iter().enumerate() {
-        h.say("echo7", line);
-        h.wait_for_replies(i + 1);
-    }
-    h.settle();
+    let mut h = support::layered_scene();
     let before = context(&h, "echo7");
     assert!(!before.segments().is_empty());
     assert_eq!(
@@ -296,7 +281,7 @@ fn facts_segments_and_recall_state_survive_save_and_load() {
     );
     h.save_to(&path);
 
-    let mut fresh = Harness::new(plugin());
+    let mut fresh = Harness::new(support::layered_plugin());
     fresh.load_from(&path);
     assert_eq!(fresh.inbox::<MemoryLoaded>().len(), 1);
     fresh.spawn("echo7", persona("ECHO-7"));
@@ -365,9 +350,12 @@ fn recall_works_for_chinese_without_spaces() {
         "echo7",
         persona("ECHO-7").with_language(PromptLanguage::Chinese),
     );
-    let lines = ["你好。".to_owned(), "我叫小明，我的妹妹在北方的避难所等我。".to_owned()]
-        .into_iter()
-        .chain((0..60).map(|i| format!("第{i}号通风口读数正常，发电机运转平稳。")));
+    let lines = [
+        "你好。".to_owned(),
+        "我叫小明，我的妹妹在北方的避难所等我。".to_owned(),
+    ]
+    .into_iter()
+    .chain((0..60).map(|i| format!("第{i}号通风口读数正常，发电机运转平稳。")));
     for (turn, line) in lines.enumerate() {
         h.say("echo7", &line);
         h.wait_for_replies(turn + 1);

@@ -224,6 +224,32 @@ pub fn seed_sized(backend: impl ChatBackend) -> NpcMemoryPlugin {
         .with_summary_threshold(2)
 }
 
+/// The plugin sized as in the seed, with every feature beyond it on (budget 1500).
+pub fn layered_plugin() -> NpcMemoryPlugin {
+    seed_sized(OfflineBackend::default()).with_features(MemoryFeatures::layered(1500))
+}
+
+/// The lines of a short layered scene: a name and a goal the offline backend pins
+/// as facts, a place, small talk, then a question about the place (log index 4).
+pub const LAYERED_SCENE: [&str; 5] = [
+    "My name is Alex.",
+    "I need to fix the power system.",
+    "The red hatch leads to the reactor.",
+    "Lunch was beans again.",
+    "Where does the red hatch lead?",
+];
+
+/// ECHO-7 after [`LAYERED_SCENE`], every request finished.
+pub fn layered_scene() -> Harness {
+    let mut h = Harness::new(layered_plugin());
+    h.spawn("echo7", persona("ECHO-7"));
+    for line in LAYERED_SCENE {
+        h.say("echo7", line);
+        h.settle();
+    }
+    h
+}
+
 /// A persona for tests that do not care about wording.
 pub fn persona(name: &str) -> Persona {
     Persona::new(name, format!("You are {name}."))
