@@ -102,6 +102,11 @@ trait Strategy {
     fn assembly_micros(&self) -> Vec<f64> {
         Vec::new()
     }
+
+    /// Mean tokens and items per prompt section, if the strategy has sections.
+    fn section_means(&self) -> Value {
+        Value::Null
+    }
 }
 
 /// Every message: the upper bound, and the cost of sending everything.
@@ -177,6 +182,8 @@ impl Strategy for Summary {
 #[derive(Default)]
 struct Layered {
     micros: std::cell::RefCell<Vec<f64>>,
+    /// Per section kind: summed tokens, summed items sent, prompts.
+    sections: std::cell::RefCell<BTreeMap<String, (f64, f64, f64)>>,
 }
 
 impl Strategy for Layered {
@@ -200,12 +207,33 @@ impl Strategy for Layered {
         self.micros
             .borrow_mut()
             .push(started.elapsed().as_secs_f64() * 1e6);
+        let mut sections = self.sections.borrow_mut();
+        for section in &prompt.sections {
+            let entry = sections.entry(format!("{:?}", section.kind)).or_default();
+            entry.0 += section.tokens as f64;
+            entry.1 += section.included.len() as f64;
+            entry.2 += 1.0;
+        }
         let sent = prompt.log_indices().filter(|&i| i != asked).collect();
         Some((sent, prompt.messages.clone()))
     }
 
     fn assembly_micros(&self) -> Vec<f64> {
         self.micros.borrow().clone()
+    }
+
+    fn section_means(&self) -> Value {
+        let sections = self.sections.borrow();
+        let means = sections
+            .iter()
+            .map(|(kind, (tokens, items, n))| {
+                (
+                    kind.clone(),
+                    json!({"tokens": tokens / n, "items": items / n}),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>();
+        Value::Object(means)
     }
 }
 
@@ -550,6 +578,7 @@ fn run(args: &Args) -> Result<Value, String> {
         "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
         "summary_requests": summary_requests,
         "without": args.without,
+        "sections": strategy.section_means(),
         "assembly_us": {
             "p50": percentile(&strategy.assembly_micros(), 0.5),
             "p99": percentile(&strategy.assembly_micros(), 0.99),

@@ -170,6 +170,25 @@ struct Item {
     tokens: usize,
     text: String,
     index: LogIndex,
+    /// A heading the item shares with its neighbours (the time of recalled lines),
+    /// written and paid for once per run of items with the same heading.
+    group: Option<String>,
+}
+
+impl Item {
+    fn plain(tokens: usize, text: String, index: LogIndex) -> Self {
+        Self {
+            tokens,
+            text,
+            index,
+            group: None,
+        }
+    }
+}
+
+/// Tokens of a group heading line.
+fn group_tokens(group: &str) -> usize {
+    estimate_tokens(group) + 1
 }
 
 pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
@@ -193,11 +212,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let window_items: Vec<Item> = covered
         .iter()
         .rev()
-        .map(|m| Item {
-            tokens: message_tokens(m),
-            text: String::new(),
-            index: m.index,
-        })
+        .map(|m| Item::plain(message_tokens(m), String::new(), m.index))
         .collect();
     let summary_items = summary_items(&input.summaries, input.persona);
     let recall_items: Vec<Item> = input
@@ -210,6 +225,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
                 tokens: estimate_tokens(&text) + 1,
                 text,
                 index: m.index,
+                group: Some(format!("[{}]", clock(m.timestamp))),
             }
         })
         .collect();
@@ -309,38 +325,43 @@ fn message_tokens(message: &ChatMessage) -> usize {
 fn share_out(room: usize, shares: &SectionShares, sections: [&Vec<Item>; 3]) -> [usize; 3] {
     let allowance = [shares.window, shares.summaries, shares.recall]
         .map(|share| (room as f64 * f64::from(share.max(0.0))) as usize);
-    let mut taken = [0usize; 3];
-    let mut used = [0usize; 3];
-    for section in 0..3 {
-        fill(
-            sections[section],
-            allowance[section],
-            &mut taken[section],
-            &mut used[section],
-        );
+    let mut fills: [Fill; 3] = Default::default();
+    for (fill, (items, allowance)) in fills.iter_mut().zip(sections.iter().zip(allowance)) {
+        fill.take(items, allowance);
     }
     for section in [2, 0, 1] {
-        let left = room.saturating_sub(used.iter().sum());
-        let limit = used[section] + left;
-        fill(
-            sections[section],
-            limit,
-            &mut taken[section],
-            &mut used[section],
-        );
+        let left = room.saturating_sub(fills.iter().map(|f| f.used).sum());
+        let limit = fills[section].used + left;
+        fills[section].take(sections[section], limit);
     }
-    taken
+    fills.map(|f| f.taken)
 }
 
-/// Takes items in order while they fit under `limit`; stops at the first that does
-/// not, so a section never skips ahead (the window must stay a contiguous tail).
-fn fill(items: &[Item], limit: usize, taken: &mut usize, used: &mut usize) {
-    while let Some(item) = items.get(*taken) {
-        if *used + item.tokens > limit {
-            break;
+/// How much of one section is taken so far.
+#[derive(Default)]
+struct Fill {
+    taken: usize,
+    used: usize,
+    groups: Vec<String>,
+}
+
+impl Fill {
+    /// Takes items in order while they fit under `limit`; stops at the first that
+    /// does not, so a section never skips ahead (the window must stay a contiguous
+    /// tail). An item's first of its group also pays for the group's heading.
+    fn take(&mut self, items: &[Item], limit: usize) {
+        while let Some(item) = items.get(self.taken) {
+            let new_group = item.group.as_ref().filter(|g| !self.groups.contains(g));
+            let cost = item.tokens + new_group.map_or(0, |g| group_tokens(g));
+            if self.used + cost > limit {
+                break;
+            }
+            if let Some(group) = new_group {
+                self.groups.push(group.clone());
+            }
+            self.used += cost;
+            self.taken += 1;
         }
-        *used += item.tokens;
-        *taken += 1;
     }
 }
 
@@ -359,7 +380,8 @@ fn report(
     let tokens = if sent.is_empty() {
         0
     } else {
-        header.unwrap_or(0) + sent.iter().map(|i| i.tokens).sum::<usize>()
+        let groups: usize = group_headings(sent).map(group_tokens).sum();
+        header.unwrap_or(0) + groups + sent.iter().map(|i| i.tokens).sum::<usize>()
     };
     SectionReport {
         kind,
@@ -375,10 +397,28 @@ fn push_block(system: &mut String, heading: &str, items: &[&Item]) {
     }
     system.push_str("\n\n");
     system.push_str(heading);
+    let mut group = None;
     for item in items {
+        if item.group.is_some() && item.group != group {
+            group.clone_from(&item.group);
+            system.push('\n');
+            system.push_str(item.group.as_deref().unwrap_or_default());
+        }
         system.push('\n');
         system.push_str(&item.text);
     }
+}
+
+/// The group headings a run of items (in log order) writes, once per run.
+fn group_headings<'a>(items: &'a [&'a Item]) -> impl Iterator<Item = &'a str> + 'a {
+    let mut previous: Option<&str> = None;
+    items.iter().filter_map(move |item| {
+        let group = item.group.as_deref()?;
+        (previous != Some(group)).then(|| {
+            previous = Some(group);
+            group
+        })
+    })
 }
 
 /// Summaries as candidate lines: high priority first, then newest first.
@@ -387,11 +427,7 @@ fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Ite
         SummarySource::Rolling(text) if text.is_empty() => Vec::new(),
         SummarySource::Rolling(text) => {
             let line = format!("- {}", quote(text));
-            vec![Item {
-                tokens: estimate_tokens(&line) + 1,
-                text: line,
-                index: 0,
-            }]
+            vec![Item::plain(estimate_tokens(&line) + 1, line, 0)]
         }
         SummarySource::Segments(segments) => {
             let mut order: Vec<&SummarySegment> = segments.iter().collect();
@@ -404,11 +440,7 @@ fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Ite
                 .into_iter()
                 .map(|segment| {
                     let line = segment_line(segment, persona.style.language);
-                    Item {
-                        tokens: estimate_tokens(&line) + 1,
-                        text: line,
-                        index: segment.covered.start,
-                    }
+                    Item::plain(estimate_tokens(&line) + 1, line, segment.covered.start)
                 })
                 .collect()
         }
@@ -447,12 +479,7 @@ fn recalled_line(message: &ChatMessage, persona: &PersonaPrompt) -> String {
         Role::Assistant => persona.name.as_str(),
         Role::System => "System",
     };
-    format!(
-        "- [{}] {}: {}",
-        clock(message.timestamp),
-        quote(speaker),
-        quote(&message.content)
-    )
+    format!("- {}: {}", quote(speaker), quote(&message.content))
 }
 
 /// Section headings. Each says the block is data, not instructions.

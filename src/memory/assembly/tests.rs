@@ -81,6 +81,10 @@ fn without_a_budget_every_section_is_sent_in_order() {
     assert_eq!(prompt.messages.len(), 5);
     let recalled: Vec<LogIndex> = prompt.recalled.iter().map(|r| r.index).collect();
     assert_eq!(recalled, vec![1, 2], "recalled lines are sent oldest first");
+    assert!(
+        system.contains("[day 1 00:01]\n- \"ECHO-7\": \"line 1 "),
+        "each recalled line is under its time: {system}"
+    );
     assert_eq!(
         prompt.log_indices().collect::<Vec<_>>(),
         vec![1, 2, 8, 9, 10, 11]
@@ -197,7 +201,9 @@ fn hostile_player_lines_stay_quoted_data_inside_the_system_message() {
     let system = &prompt.messages[0].content;
     for line in system.lines().skip(1) {
         let trimmed = line.trim();
-        let is_heading = trimmed.starts_with("[Earlier") || trimmed.starts_with("[Recalled");
+        let is_heading = trimmed.starts_with("[Earlier")
+            || trimmed.starts_with("[Recalled")
+            || (trimmed.starts_with("[day ") && trimmed.ends_with(']'));
         let is_quoted_item = trimmed.starts_with("- ") && trimmed.ends_with('"');
         assert!(
             trimmed.is_empty() || is_heading || is_quoted_item,
@@ -229,4 +235,39 @@ fn chinese_personas_get_chinese_headings() {
     });
     assert!(prompt.messages[0].content.contains("[回忆的原话"));
     assert!(prompt.messages[0].content.contains("\"我叫小明\""));
+}
+
+#[test]
+fn recalled_lines_of_the_same_minute_share_one_time_heading() {
+    let mut log = ChatLog::new();
+    for (i, line) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        // Two messages per minute.
+        log.append(role, format!("line {line}"), (i / 2) as f64 * 60.0);
+    }
+    let budget = PromptBudget::default();
+    let prompt = assemble(AssemblyInput {
+        persona: &persona(),
+        facts: None,
+        summaries: SummarySource::Rolling(""),
+        recalled: vec![hit(0, 3.0), hit(1, 2.0), hit(2, 1.0)],
+        log: &log,
+        window: 4..6,
+        covered_until: 4,
+        budget: &budget,
+    });
+    let system = &prompt.messages[0].content;
+    assert_eq!(system.matches("[day 1 00:00]").count(), 1, "{system}");
+    assert_eq!(system.matches("[day 1 00:01]").count(), 1, "{system}");
+    let recalled = prompt.section(SectionKind::Recalled).unwrap();
+    let lines: usize = system
+        .lines()
+        .skip_while(|l| !l.starts_with("[Recalled"))
+        .map(|l| estimate_tokens(l) + 1)
+        .sum();
+    assert_eq!(recalled.tokens, lines, "the report counts what was written");
 }

@@ -17,7 +17,9 @@ pub struct RecallConfig {
     /// Whether to add the message just before and just after each match, so a
     /// recalled answer comes with its question and a statement with its reply.
     pub neighbours: bool,
-    /// A neighbour's score as a fraction of its match's score, in `0.0..=1.0`. It
+    /// The score of the message just before a match, as a fraction of the
+    /// match's score, in `0.0..=1.0` (see also
+    /// [`neighbour_after_weight`](Self::neighbour_after_weight)). It
     /// decides whether a neighbour of a strong match beats a weak match for the
     /// last places; a neighbour never ranks above its own match.
     pub neighbour_weight: f32,
@@ -25,6 +27,11 @@ pub struct RecallConfig {
     /// The caller passes them in [`RecallQuery::context`](super::RecallQuery::context);
     /// only the last this many are used.
     pub context_messages: usize,
+    /// Recent messages join the query only when the new line has fewer distinct
+    /// terms than this. A short follow-up ("and her?") needs them; a full question
+    /// does not, and the talk before it would mostly pull in noise (on LoCoMo,
+    /// always adding 4 recent messages cost 5 points of evidence recall).
+    pub context_below_terms: usize,
     /// Weight of terms that appear only in those recent messages, relative to the
     /// new line's terms (1.0). Lower, because the new line says what the player is
     /// asking about; the context only disambiguates it.
@@ -42,6 +49,23 @@ pub struct RecallConfig {
     /// BM25 length normalization, `0.0..=1.0`. 0 ignores message length; 1 fully
     /// favours short messages.
     pub bm25_b: f32,
+    /// A neighbour's score for the message just after a match; the one before
+    /// takes [`neighbour_weight`](Self::neighbour_weight). Higher, because a
+    /// message is more often answered by the next line than answering the last.
+    pub neighbour_after_weight: f32,
+    /// Query terms found in more than this share of the indexed messages, such as
+    /// the names people greet each other with, count as this log's stopwords and
+    /// weigh [`common_term_weight`](Self::common_term_weight) times as much,
+    /// unless no query term is rarer. 1.0 or more treats every term alike.
+    pub common_term_share: f32,
+    /// The weight factor, in `0.0..=1.0`, of such common terms. 0 drops them.
+    pub common_term_weight: f32,
+    /// Share, in `0.0..=1.0`, of the best score within
+    /// [`passage_span`](Self::passage_span) messages that a match adds to its own:
+    /// a match among other matches is more likely on topic. 0 turns it off.
+    pub passage_weight: f32,
+    /// How many messages either side of a match count as its passage, at most 16.
+    pub passage_span: u64,
 }
 
 impl Default for RecallConfig {
@@ -52,12 +76,18 @@ impl Default for RecallConfig {
             neighbours: true,
             neighbour_weight: 0.5,
             context_messages: 4,
+            context_below_terms: 3,
             context_weight: 0.3,
             player_weight: 1.1,
             recency_weight: 0.1,
             recency_half_life: 3600.0,
             bm25_k1: 1.2,
             bm25_b: 0.75,
+            neighbour_after_weight: 0.8,
+            common_term_share: 0.2,
+            common_term_weight: 0.2,
+            passage_weight: 0.25,
+            passage_span: 2,
         }
     }
 }

@@ -148,6 +148,7 @@ impl RecallIndex {
             return Vec::new();
         }
         self.score_messages(&terms, config);
+        self.smooth_by_passage(query, config);
         let matches = self.best_matches(query, log, config);
         let mut hits: Vec<RecallHit> = matches
             .iter()
@@ -190,9 +191,11 @@ impl RecallIndex {
             });
         };
         collect(query.line, 1.0);
-        let context_start = query.context.len().saturating_sub(config.context_messages);
-        for line in &query.context[context_start..] {
-            collect(line, config.context_weight);
+        if distinct_terms(query.line) < config.context_below_terms {
+            let context_start = query.context.len().saturating_sub(config.context_messages);
+            for line in &query.context[context_start..] {
+                collect(line, config.context_weight);
+            }
         }
 
         candidates.sort_unstable_by(|a, b| {
@@ -215,6 +218,27 @@ impl RecallIndex {
                 Some((candidate, id, weight))
             })
             .collect();
+        // A term in a large share of the log (in chat, typically the other
+        // speaker's name, used in every greeting) behaves like a stopword of this
+        // log: it matches greetings, not facts. It is weighed down so that it only
+        // ranks messages that match nothing rarer, which still fill the budget
+        // better than nothing. A query with nothing rarer keeps its full weights.
+        let common = config.common_term_share;
+        if common.is_finite() && common > 0.0 && common < 1.0 {
+            let limit = common * documents;
+            let rare = |entry: &(Candidate, TermId, f32)| {
+                (self.postings.doc_freq(entry.1) as f32) <= limit
+            };
+            if found.iter().any(rare) {
+                let factor = config.common_term_weight.clamp(0.0, 1.0);
+                for entry in &mut found {
+                    if !rare(entry) {
+                        entry.2 *= factor;
+                    }
+                }
+                found.retain(|entry| entry.2 > 0.0);
+            }
+        }
         if found.len() > MAX_QUERY_TERMS {
             found.sort_unstable_by(|a, b| b.2.total_cmp(&a.2).then(a.0.order.cmp(&b.0.order)));
             found.truncate(MAX_QUERY_TERMS);
@@ -269,6 +293,41 @@ impl RecallIndex {
         }
     }
 
+    /// Adds to each matched message a share of the best score among the messages
+    /// within [`RecallConfig::passage_span`] of it. Lines on one topic come in
+    /// runs, so a match inside a run of matches is more likely on topic than a
+    /// lone one that shares a word by chance. Only messages that matched
+    /// themselves are raised: neighbours are added later, at their own weight.
+    /// Messages already in the prompt lend nothing: the window is about the
+    /// present, and would pull up whatever old line happens to border it.
+    fn smooth_by_passage(&mut self, query: &RecallQuery<'_>, config: &RecallConfig) {
+        let share = config.passage_weight;
+        // Each matched message reads this many scores either side; a bound keeps a
+        // misconfigured span from turning a query into a scan of the log.
+        let span = config.passage_span.min(16) as usize;
+        if !(share.is_finite() && share > 0.0) || span == 0 {
+            return;
+        }
+        let scratch = &mut self.scratch;
+        let scores = &scratch.scores;
+        scratch.ranked.clear();
+        for &doc in &scratch.touched {
+            let at = doc as usize;
+            let start = at.saturating_sub(span);
+            let end = (at + span + 1).min(scores.len());
+            let nearby = (start..end)
+                .filter(|&other| other != at && !query.excludes(other as LogIndex))
+                .map(|other| scores[other])
+                .fold(0.0, f32::max);
+            scratch
+                .ranked
+                .push((scores[at] + share.min(1.0) * nearby, doc));
+        }
+        for &(score, doc) in &scratch.ranked {
+            scratch.scores[doc as usize] = score;
+        }
+    }
+
     /// The best recallable matches, best first, and the scratch buffers cleared.
     fn best_matches(
         &mut self,
@@ -279,6 +338,7 @@ impl RecallIndex {
         let scratch = &mut self.scratch;
         let docs = &self.docs;
         let candidate = |doc: u32| !docs[doc as usize].forgotten && !query.excludes(doc.into());
+
         // Weighting costs a log lookup and an exponential per message, and a common
         // term can touch most of the log. Messages whose raw score is too far below
         // the best few for any weight to lift them into the top are skipped.
@@ -354,16 +414,21 @@ impl RecallIndex {
         log: &[ChatMessage],
         config: &RecallConfig,
     ) -> Vec<RecallHit> {
-        let share = if config.neighbour_weight >= 0.0 {
-            config.neighbour_weight.min(1.0)
-        } else {
-            0.0
-        };
+        let share = |weight: f32| if weight >= 0.0 { weight.min(1.0) } else { 0.0 };
+        let before = share(config.neighbour_weight);
+        let after = share(config.neighbour_after_weight);
         let mut candidates = Vec::with_capacity(matches.len() * 3);
         for found in &matches {
-            let around = [found.index.checked_sub(1), found.index.checked_add(1)];
-            for neighbour in around.into_iter().flatten() {
-                if !self.is_forgotten(neighbour) && recallable(neighbour, query, log).is_some() {
+            let around = [
+                (found.index.checked_sub(1), before),
+                (found.index.checked_add(1), after),
+            ];
+            for (neighbour, share) in around {
+                let Some(neighbour) = neighbour else { continue };
+                if share > 0.0
+                    && !self.is_forgotten(neighbour)
+                    && recallable(neighbour, query, log).is_some()
+                {
                     candidates.push(RecallHit {
                         index: neighbour,
                         score: found.score * share,
@@ -461,4 +526,13 @@ fn matched_terms(terms: &[QueryTerm], bits: u64) -> Vec<Arc<str>> {
         .filter(|(bit, _)| bits & (1 << bit) != 0)
         .map(|(_, term)| term.text.clone())
         .collect()
+}
+
+/// How many distinct terms a line has (stopwords are not terms).
+fn distinct_terms(line: &str) -> usize {
+    let mut hashes = Vec::new();
+    for_each_term(line, |term| hashes.push(term_hash(term)));
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes.len()
 }

@@ -7,7 +7,8 @@
 //!   punctuation are not lost. Longer runs yield no unigrams: they would double
 //!   the postings for terms that carry little meaning on their own.
 //! - Everything else that is alphanumeric forms words, lower-cased, with English
-//!   stopwords dropped and plurals, possessives and the commonest verb endings
+//!   stopwords (question words included) dropped and plurals, possessives, the
+//!   commonest verb endings and one derivational suffix ("-ation", "-ly", ...)
 //!   folded by a few fixed rules (no dictionary, so the result never depends on
 //!   anything but the word).
 //! - Full-width Latin letters and digits count as their ASCII forms.
@@ -98,6 +99,7 @@ fn normalize_word(word: &mut String) {
     word.retain(|ch| ch != '\'');
     if !is_stopword(word) {
         strip_plural(word);
+        strip_derivation(word);
         strip_verb_ending(word);
     }
 }
@@ -138,6 +140,22 @@ fn strip_verb_ending(word: &mut String) {
     }
 }
 
+/// Porter-like derivational suffixes, longest first, stripped when a stem of at
+/// least four letters remains, so "adoption" meets "adopt" and "musical"
+/// "music". One suffix at most: stacking them conflates too much. No "-er": it
+/// would join "brother" with "broth" and "mother" with "moth".
+fn strip_derivation(word: &mut String) {
+    const SUFFIXES: [&str; 10] = [
+        "ation", "ness", "ment", "ity", "ful", "ous", "ive", "ion", "al", "ly",
+    ];
+    for suffix in SUFFIXES {
+        if word.len() >= suffix.len() + 4 && word.ends_with(suffix) {
+            word.truncate(word.len() - suffix.len());
+            return;
+        }
+    }
+}
+
 fn keeps(word: &str) -> bool {
     let single_letter = word.len() == 1 && word.as_bytes()[0].is_ascii_alphabetic();
     !word.is_empty() && !single_letter && !is_stopword(word)
@@ -159,6 +177,7 @@ const STOPWORDS: &[&str] = &[
     "an",
     "and",
     "any",
+    "anything",
     "are",
     "as",
     "at",
@@ -182,6 +201,7 @@ const STOPWORDS: &[&str] = &[
     "dont",
     "down",
     "each",
+    "ever",
     "few",
     "for",
     "from",
@@ -211,9 +231,13 @@ const STOPWORDS: &[&str] = &[
     "itself",
     "ive",
     "just",
+    "kind",
+    "likely",
+    "many",
     "me",
     "more",
     "most",
+    "much",
     "my",
     "myself",
     "no",
@@ -241,6 +265,7 @@ const STOPWORDS: &[&str] = &[
     "should",
     "so",
     "some",
+    "something",
     "such",
     "than",
     "that",
@@ -254,11 +279,13 @@ const STOPWORDS: &[&str] = &[
     "there",
     "these",
     "they",
+    "thing",
     "this",
     "those",
     "through",
     "to",
     "too",
+    "type",
     "under",
     "until",
     "up",
@@ -274,6 +301,7 @@ const STOPWORDS: &[&str] = &[
     "while",
     "who",
     "whom",
+    "whose",
     "why",
     "will",
     "with",
@@ -334,7 +362,23 @@ mod tests {
     fn english_words_are_lowercased_and_stopwords_dropped() {
         assert_eq!(
             terms("The Generator is in the BASEMENT."),
-            ["generator", "basement"]
+            ["generator", "bas"]
+        );
+    }
+
+    #[test]
+    fn derivational_suffixes_fold_once() {
+        assert_eq!(terms("adopt adoption"), ["adopt", "adopt"]);
+        assert_eq!(terms("music musical"), ["music", "music"]);
+        // Too short a stem, or a suffix not stripped.
+        assert_eq!(terms("lion brother"), ["lion", "brother"]);
+    }
+
+    #[test]
+    fn question_words_are_stopwords() {
+        assert_eq!(
+            terms("What kind of music does she likely enjoy?"),
+            ["music", "enjoy"]
         );
     }
 

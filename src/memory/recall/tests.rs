@@ -436,3 +436,85 @@ fn nonsense_weights_do_not_panic() {
         assert!(index.query(&query, &log, &config).len() <= config.max_messages);
     }
 }
+
+#[test]
+fn a_match_among_matches_outranks_a_lone_one() {
+    let log = conversation(&[
+        "the boat needs a new engine",
+        "fine",
+        "I sold the boat yesterday",
+        "and the engine went with it",
+        "fine",
+        "fine",
+        "fine",
+        "fine",
+        "the boat is blue today",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(&RecallQuery::new("the boat"), &log, &config);
+    // Equal BM25 for "sold the boat" and "the boat is blue" (same length), but the
+    // first sits in a passage about the boat's engine.
+    let position = |index: LogIndex| indices(&hits).iter().position(|&i| i == index);
+    assert!(position(2) < position(8));
+    let flat = RecallConfig {
+        passage_weight: 0.0,
+        ..config
+    };
+    let hits = index.query(&RecallQuery::new("the boat"), &log, &flat);
+    assert_eq!(hits[0].score, hits[1].score);
+}
+
+#[test]
+fn a_term_in_most_messages_weighs_less_than_a_rare_one() {
+    let mut lines = vec!["thanks Mira"; 8];
+    lines.push("Mira, the lantern is under the bridge");
+    lines.push("the lantern oil is low");
+    let log = conversation(&lines);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(&RecallQuery::new("Mira lantern"), &log, &config);
+    // Both lantern lines come before any greeting that only names Mira.
+    assert_eq!(&indices(&hits)[..2], [8, 9]);
+}
+
+#[test]
+fn recent_talk_joins_only_a_short_follow_up() {
+    let log = conversation(&[
+        "The generator in bay four keeps stalling.",
+        "I will log the generator fault.",
+        "Anna fixed the water pump last week.",
+        "Good to know.",
+        "The radio antenna on the roof is bent.",
+        "Noted.",
+    ]);
+    let mut index = RecallIndex::from_log(&log);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let context = ["Tell me about the generator in bay four."];
+    // "And who fixed it?" has one content term: the talk before it says what "it" is.
+    let follow_up = RecallQuery {
+        context: &context,
+        ..RecallQuery::new("And who fixed it?")
+    };
+    let hits = index.query(&follow_up, &log, &config);
+    assert!(hits.iter().any(|h| h.index == 0), "{hits:?}");
+    // A full question stands alone; the same talk before it adds nothing.
+    let full = RecallQuery {
+        context: &context,
+        ..RecallQuery::new("Is the radio antenna on the roof still bent?")
+    };
+    let hits = index.query(&full, &log, &config);
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h.index != 0),
+        "{hits:?}"
+    );
+}
