@@ -108,6 +108,11 @@ fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
     h.app.update();
 
     let report = report(&h, "echo7");
+    assert!(
+        report.config.features.recall.enabled,
+        "the panel edits start from these"
+    );
+    assert_eq!(report.config.features.budget.max_tokens, Some(1500));
     let active: Vec<(&str, &str)> = report
         .facts
         .iter()

@@ -64,6 +64,9 @@ impl Plugin for NpcMemoryDebugPlugin {
             search: String::new(),
             window_edit: 20,
             threshold_edit: 10,
+            recall_edit: false,
+            facts_edit: false,
+            segments_edit: false,
             edits_for: None,
             path: String::new(),
         })
@@ -85,6 +88,9 @@ pub struct NpcMemoryDebugState {
     pub search: String,
     window_edit: usize,
     threshold_edit: usize,
+    recall_edit: bool,
+    facts_edit: bool,
+    segments_edit: bool,
     edits_for: Option<NpcId>,
     path: String,
 }
@@ -182,6 +188,10 @@ fn draw_panel(
                 // Start the live edits from what the NPC has now.
                 state.window_edit = report.window_limits.0;
                 state.threshold_edit = report.threshold;
+                let features = &report.config.features;
+                state.recall_edit = features.recall.enabled;
+                state.facts_edit = features.facts.enabled;
+                state.segments_edit = features.segments.enabled;
                 state.edits_for = Some(report.npc.clone());
             }
             draw_status(ui, &report);
@@ -324,11 +334,20 @@ fn draw_actions(
         ui.add(egui::DragValue::new(&mut state.window_edit).range(2..=200));
         ui.label("Threshold");
         ui.add(egui::DragValue::new(&mut state.threshold_edit).range(1..=200));
+        ui.checkbox(&mut state.recall_edit, "Recall");
+        ui.checkbox(&mut state.facts_edit, "Facts");
+        ui.checkbox(&mut state.segments_edit, "Segments");
         if ui.button("Apply").clicked() {
-            let config = MemoryConfig {
+            // Start from the NPC's own config, so the edit changes only what it shows.
+            let mut config = MemoryConfig {
+                max_context_window: state.window_edit,
                 summary_threshold: Some(state.threshold_edit),
-                ..MemoryConfig::with_window(state.window_edit)
+                hard_cap: None,
+                ..report.config.clone()
             };
+            config.features.recall.enabled = state.recall_edit;
+            config.features.facts.enabled = state.facts_edit;
+            config.features.segments.enabled = state.segments_edit;
             actions
                 .reconfigure
                 .write(ReconfigureNpcMemory { npc, config });

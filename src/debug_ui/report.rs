@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::llm::Purpose;
 use crate::memory::{
-    ContextMemory, FactSource, FactStatus, LogIndex, NpcId, RecallReason, Role, SectionKind,
-    SegmentPriority, SummaryTrigger, estimate_tokens,
+    ContextMemory, FactSource, FactStatus, LogIndex, MemoryConfig, NpcId, RecallReason, Role,
+    SectionKind, SegmentPriority, SummaryTrigger, estimate_tokens,
 };
 use crate::plugin::{
     ChatLogs, ContextMemoryManager, Conversations, LlmUsage, RollingWindows, UsageStats,
@@ -134,6 +134,8 @@ pub struct NpcMemoryReport {
     pub reply_usage: Option<UsageStats>,
     /// Summary usage figures, if any request finished.
     pub summary_usage: Option<UsageStats>,
+    /// The NPC's memory configuration in force, features included.
+    pub config: MemoryConfig,
     /// Pinned facts, active ones first, then their history.
     pub facts: Vec<FactRow>,
     /// Summary segments, oldest first.
@@ -207,6 +209,13 @@ impl NpcMemoryReport {
                 .collect(),
             reply_usage: usage.npc(npc, Purpose::Reply).cloned(),
             summary_usage: usage.npc(npc, Purpose::Summary).cloned(),
+            config: MemoryConfig {
+                max_context_window: window.max_context_window(),
+                summary_threshold: Some(context.threshold()),
+                hard_cap: Some(window.hard_cap()),
+                max_summary_chars: context.max_summary_chars(),
+                features: context.features().clone(),
+            },
             facts: fact_rows(context),
             segments: context
                 .segments()

@@ -187,6 +187,11 @@ impl ContextMemory {
         self.threshold
     }
 
+    /// Longest summary accepted, in characters.
+    pub fn max_summary_chars(&self) -> usize {
+        self.max_summary_chars
+    }
+
     /// Every successful summary, oldest first.
     pub fn history(&self) -> &[SummaryRecord] {
         &self.history
