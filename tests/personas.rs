@@ -138,3 +138,36 @@ fn a_persona_that_fails_to_load_fails_its_lines_instead_of_hanging() {
         w.resource::<support::Inbox<NpcReplyFailed>>().0.len() == 2
     });
 }
+
+#[test]
+fn a_persona_switches_memory_features_for_its_npc_alone() {
+    let ron = r#"(
+        name: "Archivist",
+        system_prompt: "You are the archivist.",
+        max_context_window: 12,
+        features: (recall: true, pinned_facts: true, prompt_budget: 900),
+    )"#;
+    let archivist = Persona::from_ron(ron).expect("features parse from RON");
+    let mut plugin_features = MemoryFeatures::default();
+    plugin_features.segments.enabled = true;
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_features(plugin_features));
+    h.spawn("archivist", archivist);
+    h.spawn("guard", Persona::new("Guard", "You are a guard."));
+    let contexts = h.app.world().resource::<ContextMemoryManager>();
+    let archivist = contexts.get(&NpcId::new("archivist")).unwrap().features();
+    assert!(archivist.recall.enabled && archivist.facts.enabled);
+    assert_eq!(archivist.budget.max_tokens, Some(900));
+    assert!(
+        archivist.segments.enabled,
+        "unset switches keep the plugin's"
+    );
+    let guard = contexts.get(&NpcId::new("guard")).unwrap().features();
+    assert!(!guard.recall.enabled && !guard.facts.enabled);
+    assert!(guard.segments.enabled);
+
+    let typo = r#"(name: "x", system_prompt: "y", features: (recal: true))"#;
+    assert!(
+        Persona::from_ron(typo).is_err(),
+        "unknown switches are refused"
+    );
+}

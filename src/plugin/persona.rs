@@ -149,8 +149,12 @@ impl Persona {
     }
 
     /// Parses a persona from RON text.
+    /// Optional fields take plain values (`max_context_window: 20`, not `Some(20)`).
     pub fn from_ron(text: &str) -> Result<Self, PersonaError> {
-        ron::de::from_str(text).map_err(|error| PersonaError::Parse(error.to_string()))
+        ron::Options::default()
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+            .from_str(text)
+            .map_err(|error| PersonaError::Parse(error.to_string()))
     }
 
     /// The persona as the memory core sees it.
