@@ -107,7 +107,14 @@ fn autosave_writes_after_changes_coalesced_and_keeps_a_backup() {
     h.spawn("a", persona("A"));
     h.spawn("b", persona("B"));
     h.spawn("c", persona("C"));
-    h.wait_for::<MemorySaved>(1);
+    // Each spawn autosaves; wait for the write that holds all three.
+    h.run_until("the spawns are saved", |world| {
+        world
+            .resource::<support::Inbox<MemorySaved>>()
+            .0
+            .iter()
+            .any(|s| s.npcs == 3)
+    });
     let writes_before = h.inbox::<MemorySaved>().len();
     // Three NPCs change in the same frame: one write, not three.
     for npc in ["a", "b", "c"] {

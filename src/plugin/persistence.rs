@@ -150,6 +150,14 @@ pub(crate) struct SaveState {
     receiver: UnboundedReceiver<IoDone>,
 }
 
+/// An app dropped without `AppExit` (a test, an embedding editor) still gets its
+/// queued autosaves written.
+impl Drop for SaveState {
+    fn drop(&mut self) {
+        self.finish_writes();
+    }
+}
+
 impl Default for SaveState {
     fn default() -> Self {
         let (sender, receiver) = unbounded_channel();
@@ -178,6 +186,24 @@ impl SaveState {
             };
         }
         Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+    }
+
+    /// Waits (at most 10 s) for the write in flight, then writes what is queued,
+    /// blocking: the game is closing, and the last changes must reach the disk.
+    fn finish_writes(&mut self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.writing && std::time::Instant::now() < deadline {
+            match self.receiver.try_recv() {
+                Ok(IoDone::Saved { .. }) => self.writing = false,
+                Ok(_) => {}
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }
+        while let Some(WriteJob { path, save, .. }) = self.queue.pop_front() {
+            if let Err(reason) = save.write_to(&path) {
+                tracing::error!("could not save {} on exit: {reason}", path.display());
+            }
+        }
     }
 
     /// Queues a write; a newer save for the same file replaces one still waiting.
@@ -443,19 +469,7 @@ pub(crate) fn flush_on_exit(
             autosave: true,
         });
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state.writing && std::time::Instant::now() < deadline {
-        match state.receiver.try_recv() {
-            Ok(IoDone::Saved { .. }) => state.writing = false,
-            Ok(_) => {}
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
-    while let Some(WriteJob { path, save, .. }) = state.queue.pop_front() {
-        if let Err(reason) = save.write_to(&path) {
-            tracing::error!("could not save {} on exit: {reason}", path.display());
-        }
-    }
+    state.finish_writes();
 }
 
 /// Swaps every NPC's memory for a save's; returns the NPCs it held.
