@@ -108,4 +108,8 @@ pub mod prelude {
         ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
         SaveMemory, SaveSettings,
     };
+    #[cfg(feature = "local-llm")]
+    pub use crate::llm::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
+    #[cfg(feature = "local-llm")]
+    pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
 }
