@@ -10,9 +10,13 @@ pub const DEFAULT_MODEL_PATH: &str = "assets/models/SmolLM2-135M-Instruct.Q4_1.g
 /// How summary requests are worded for the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SummaryForm {
-    /// A short fill-in form, `Name: / Goal: / Facts:`, started for the model so it
-    /// only has to complete the lines. Small models (under ~1B parameters) follow a
-    /// form far better than an open instruction. The wording is English.
+    /// A short structured summary, `Name: / Goal: / Facts:`, built from one short
+    /// greedy question per field about the player's own lines, each answer started
+    /// for the model ("The player's name is"). Answers that are unknown or use words
+    /// the player never said keep the previous value. Small models (under ~1B
+    /// parameters) answer one narrow question far better than they follow an open
+    /// summarizing instruction. The wording is English and the persona's summarizer
+    /// instruction is not used.
     #[default]
     Compact,
     /// The persona's own summarizer instruction, exactly as the plugin built it.

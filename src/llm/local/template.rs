@@ -3,7 +3,6 @@
 //! Everything here is plain text work, independent of llama.cpp, so it is tested
 //! without a model.
 
-use crate::llm::RequestKind;
 use crate::memory::{PromptMessage, Role, SummaryInput};
 
 /// ChatML, the format many instruct models were tuned on. Used when a GGUF carries
@@ -21,115 +20,201 @@ pub(crate) fn chatml(messages: &[PromptMessage]) -> String {
     out
 }
 
-/// The three lines of the compact summary form, in order.
-const FIELDS: [&str; 3] = ["Name:", "Goal:", "Facts:"];
-
 /// What the model is asked and what its answer starts with.
+#[derive(Clone, Debug)]
 pub(crate) struct Prompt {
     pub(crate) messages: Vec<PromptMessage>,
     /// Text put at the start of the model's answer, so a small model continues a
-    /// form instead of choosing its own format. It is part of the returned text.
+    /// sentence instead of choosing its own format. It is not part of the answer.
     pub(crate) prefill: String,
 }
 
-/// The request as the model should see it: unchanged, or for a summary in the
-/// compact form.
-pub(crate) fn prompt_for(
-    kind: &RequestKind,
-    messages: &[PromptMessage],
-    compact: bool,
-) -> Prompt {
-    match kind {
-        RequestKind::Summary(input) if compact => compact_summary(input),
-        _ => Prompt {
+impl Prompt {
+    pub(crate) fn plain(messages: &[PromptMessage]) -> Self {
+        Self {
             messages: messages.to_vec(),
             prefill: String::new(),
-        },
+        }
     }
 }
 
-fn compact_summary(input: &SummaryInput) -> Prompt {
-    let previous = if input.previous_summary.trim().is_empty() {
-        "Name: unknown\nGoal: unknown\nFacts: none".to_owned()
-    } else {
-        input.previous_summary.trim().to_owned()
-    };
-    let mut lines = String::new();
-    for message in &input.transcript {
-        let speaker = match message.role {
-            Role::User => input.player_name.as_str(),
-            Role::Assistant => input.npc_name.as_str(),
-            Role::System => continue,
-        };
-        lines.push_str(speaker);
-        lines.push_str(": ");
-        lines.push_str(message.content.trim());
-        lines.push('\n');
-    }
-    // Short sentences and a form to fill in: 135M-parameter models drift on open
-    // instructions but copy a visible pattern well.
-    let user = format!(
-        "Notes so far:\n{previous}\n\nNew lines:\n{lines}\n\
-         Update the notes about {player}. Keep exactly three lines:\n\
-         Name: {player}'s name\nGoal: what {player} wants to do\n\
-         Facts: other facts about {player}, separated by semicolons",
-        player = input.player_name,
-    );
-    Prompt {
+/// One line of the compact form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    Name,
+    Goal,
+    Place,
+}
+
+/// The compact summary asks one short question per field, about the player's own
+/// lines only. Tried on SmolLM2-135M: asked for a whole `Name/Goal/Facts` form at
+/// once it copied the form's placeholder text back, and with a worked example it
+/// copied the example's values; one question with the answer's first words given
+/// ("The player's name is") is answered correctly far more often.
+pub(crate) fn compact_questions(input: &SummaryInput) -> Vec<(Field, Prompt)> {
+    let said = player_lines(input).join("\n");
+    let ask = |question: &str, prefill: &str| Prompt {
         messages: vec![
             PromptMessage::new(
                 Role::System,
-                "You keep short notes about a player in a game. You only fill in the form.",
+                "You answer questions about a conversation. Answer briefly.",
             ),
-            PromptMessage::new(Role::User, user),
+            PromptMessage::new(Role::User, format!("{said}\n\n{question}")),
         ],
-        prefill: "Name:".to_owned(),
-    }
+        prefill: prefill.to_owned(),
+    };
+    vec![
+        (
+            Field::Name,
+            ask(
+                "What is the player's name? If the player did not say it, reply: unknown. Reply with the name only.",
+                "The player's name is",
+            ),
+        ),
+        (
+            Field::Goal,
+            ask(
+                "What does the player want to do? If the player did not say it, reply: unknown. Reply in a few words.",
+                "The player wants to",
+            ),
+        ),
+        (
+            Field::Place,
+            ask(
+                "Where is the player now? If the player did not say it, reply: unknown. Reply in a few words.",
+                "The player is",
+            ),
+        ),
+    ]
 }
 
-/// Cleans a compact-form answer: only the three form lines survive, in order, and a
-/// field the model left out or marked unknown keeps its previous value, so one
-/// weak answer does not erase what earlier summaries knew.
-pub(crate) fn tidy_compact(raw: &str, previous: &str) -> String {
-    let fresh = fields(raw);
-    let old = fields(previous);
-    let mut out = Vec::new();
-    for (index, field) in FIELDS.iter().enumerate() {
-        let value = match (&fresh[index], &old[index]) {
-            (Some(new), _) if !is_unknown(new) => Some(new.clone()),
-            (_, Some(old)) if !is_unknown(old) => Some(old.clone()),
-            (Some(new), _) => Some(new.clone()),
-            _ => None,
-        };
-        if let Some(value) = value {
-            out.push(format!("{field} {value}"));
-        }
-    }
-    out.join("\n")
+fn player_lines(input: &SummaryInput) -> Vec<String> {
+    input
+        .transcript
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| format!("{}: {}", input.player_name, m.content.trim()))
+        .collect()
 }
 
-fn fields(text: &str) -> [Option<String>; 3] {
-    let mut found: [Option<String>; 3] = Default::default();
-    for line in text.lines() {
-        let line = line.trim().trim_start_matches(['-', '*', ' ']);
-        for (index, field) in FIELDS.iter().enumerate() {
-            if found[index].is_none()
-                && let Some(value) = strip_prefix_ignore_case(line, field)
-            {
-                let value = value.trim();
-                if !value.is_empty() {
-                    found[index] = Some(value.to_owned());
+/// The most facts the compact form keeps; older ones give way to newer ones.
+const MAX_FACTS: usize = 4;
+
+/// Builds the compact summary from the answers: `Name: ...`, `Goal: ...`,
+/// `Facts: a; b`. An answer that is unknown, or that uses words the player never
+/// said (small models invent freely), is dropped and the previous value stays.
+pub(crate) fn compose_compact(input: &SummaryInput, answers: &[(Field, String)]) -> String {
+    let said = player_lines(input).join(" ").to_lowercase();
+    let previous = parse_compact(&input.previous_summary);
+    let mut name = previous.name;
+    let mut goal = previous.goal;
+    let mut facts = previous.facts;
+    for (field, raw) in answers {
+        let Some(answer) = clean(raw) else { continue };
+        match field {
+            Field::Name => {
+                if answer.split_whitespace().count() <= 3 && said.contains(&answer.to_lowercase())
+                {
+                    name = Some(answer);
+                }
+            }
+            Field::Goal => {
+                // "wants to know ..." is what the model says when it has no answer.
+                if !answer.starts_with("know") && grounded(&answer, &said) {
+                    goal = Some(answer);
+                }
+            }
+            Field::Place => {
+                let answer = answer.strip_prefix("now ").unwrap_or(&answer);
+                let answer = answer.strip_suffix(" now").unwrap_or(answer);
+                let located = ["in ", "at ", "near ", "inside ", "on "]
+                    .iter()
+                    .any(|p| answer.starts_with(p));
+                let fact = format!("is {answer}");
+                if located && grounded(answer, &said) && !facts.contains(&fact) {
+                    // Being somewhere replaces having been somewhere else.
+                    facts.retain(|f| !f.starts_with("is in ") && !f.starts_with("is at "));
+                    facts.push(fact);
                 }
             }
         }
     }
-    found
+    if facts.len() > MAX_FACTS {
+        facts.drain(..facts.len() - MAX_FACTS);
+    }
+    let facts = if facts.is_empty() {
+        "none".to_owned()
+    } else {
+        facts.join("; ")
+    };
+    format!(
+        "Name: {}\nGoal: {}\nFacts: {facts}",
+        name.as_deref().unwrap_or("unknown"),
+        goal.as_deref().unwrap_or("unknown"),
+    )
 }
 
-fn strip_prefix_ignore_case<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = line.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &line[prefix.len()..])
+/// The first clause of an answer, or `None` when it says it does not know.
+fn clean(raw: &str) -> Option<String> {
+    let first = raw
+        .trim()
+        .split(['\n', ',', ';'])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_end_matches('.')
+        .trim();
+    let first = first.strip_prefix("to ").unwrap_or(first);
+    (!first.is_empty() && !is_unknown(first)).then(|| first.to_owned())
+}
+
+/// Whether most of the answer's content words are words the player used.
+fn grounded(answer: &str, said: &str) -> bool {
+    const FILLER: [&str; 12] = [
+        "the", "a", "an", "to", "in", "at", "on", "of", "and", "is", "near", "inside",
+    ];
+    let words: Vec<String> = answer
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !FILLER.contains(&w.as_str()))
+        .collect();
+    if words.is_empty() {
+        return false;
+    }
+    let known = words.iter().filter(|w| said.contains(w.as_str())).count();
+    known * 3 >= words.len() * 2
+}
+
+/// The three fields of a compact summary, as far as a text has them.
+struct Compact {
+    name: Option<String>,
+    goal: Option<String>,
+    facts: Vec<String>,
+}
+
+fn parse_compact(text: &str) -> Compact {
+    let mut compact = Compact {
+        name: None,
+        goal: None,
+        facts: Vec::new(),
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        let value = |prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && !is_unknown(v))
+                .map(str::to_owned)
+        };
+        if let Some(name) = value("Name:") {
+            compact.name = Some(name);
+        } else if let Some(goal) = value("Goal:") {
+            compact.goal = Some(goal);
+        } else if let Some(facts) = value("Facts:") {
+            compact.facts = facts.split("; ").map(str::to_owned).collect();
+        }
+    }
+    compact
 }
 
 fn is_unknown(value: &str) -> bool {
@@ -340,33 +425,72 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_compact_form_shows_the_transcript_and_starts_the_answer() {
-        let input = SummaryInput {
-            previous_summary: Arc::from(""),
-            transcript: vec![
-                message(0, Role::User, "I'm Alex."),
-                message(1, Role::Assistant, "Welcome."),
-            ],
+    fn input(previous: &str, lines: &[(Role, &str)]) -> SummaryInput {
+        SummaryInput {
+            previous_summary: Arc::from(previous),
+            transcript: lines
+                .iter()
+                .enumerate()
+                .map(|(i, (role, text))| message(i as u64, *role, text))
+                .collect(),
             player_name: "Player".into(),
             npc_name: "ECHO-7".into(),
-        };
-        let prompt = prompt_for(&RequestKind::Summary(input), &[], true);
-        assert_eq!(prompt.prefill, "Name:");
-        let user = &prompt.messages[1].content;
-        assert!(user.contains("Player: I'm Alex.\nECHO-7: Welcome."));
-        assert!(user.contains("Name: unknown"));
+        }
     }
 
     #[test]
-    fn tidy_keeps_the_form_and_earlier_knowledge() {
-        let previous = "Name: Alex\nGoal: fix the power\nFacts: none";
-        let raw = "Name: unknown\nGoal: reach storage.\nFacts: is in the storage area\nECHO-7: hi";
-        assert_eq!(
-            tidy_compact(raw, previous),
-            "Name: Alex\nGoal: reach storage.\nFacts: is in the storage area"
+    fn the_compact_questions_see_only_the_player_and_start_the_answer() {
+        let input = input(
+            "",
+            &[(Role::User, "I'm Alex."), (Role::Assistant, "I fixed it already.")],
         );
-        assert_eq!(tidy_compact("Name: Bo", ""), "Name: Bo");
-        assert_eq!(tidy_compact("nonsense", ""), "");
+        let questions = compact_questions(&input);
+        assert_eq!(questions.len(), 3);
+        let (field, prompt) = &questions[0];
+        assert_eq!(*field, Field::Name);
+        assert_eq!(prompt.prefill, "The player's name is");
+        assert!(prompt.messages[1].content.starts_with("Player: I'm Alex.\n\n"));
+        assert!(!prompt.messages[1].content.contains("fixed"));
+    }
+
+    #[test]
+    fn answers_the_player_never_grounded_are_dropped() {
+        let first = input(
+            "",
+            &[(Role::User, "Hello, I'm Alex. I'm here to fix the power system.")],
+        );
+        let summary = compose_compact(
+            &first,
+            &[
+                (Field::Name, " Alex.".into()),
+                (Field::Goal, " fix the power system.".into()),
+                (Field::Place, " here to fix the power system.".into()),
+            ],
+        );
+        assert_eq!(summary, "Name: Alex\nGoal: fix the power system\nFacts: none");
+
+        let second = input(&summary, &[(Role::User, "I'm in the storage area now.")]);
+        let summary = compose_compact(
+            &second,
+            &[
+                (Field::Name, " unknown.".into()),
+                (Field::Goal, " play a game of \"The Last Stand\".".into()),
+                (Field::Place, " in the storage area now, and has a box of cookies.".into()),
+            ],
+        );
+        assert_eq!(
+            summary,
+            "Name: Alex\nGoal: fix the power system\nFacts: is in the storage area"
+        );
+
+        let third = input(&summary, &[(Role::User, "Now I'm at the lab.")]);
+        let summary = compose_compact(
+            &third,
+            &[
+                (Field::Goal, " know what they're doing.".into()),
+                (Field::Place, " now at the lab.".into()),
+            ],
+        );
+        assert!(summary.ends_with("Facts: is at the lab"), "{summary}");
     }
 }

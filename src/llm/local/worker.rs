@@ -24,8 +24,12 @@ use tokio::sync::oneshot;
 
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
-use super::template::{Prompt, StopScanner, Utf8Buffer, chatml, prompt_for, tidy_compact};
-use crate::llm::{BackendError, ChatRequest, ChatResponse, Progress, Purpose, TokenUsage};
+use super::template::{
+    Prompt, StopScanner, Utf8Buffer, chatml, compact_questions, compose_compact,
+};
+use crate::llm::{
+    BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
+};
 use crate::memory::{PromptMessage, Role};
 
 /// One request waiting for the worker.
@@ -239,26 +243,91 @@ impl<'m> Engine<'m> {
 
     fn answer(&mut self, job: &Job) -> Result<(ChatResponse, GenerationStats), BackendError> {
         let request = &job.request;
+        if let RequestKind::Summary(input) = &request.kind
+            && self.config.summary_form == SummaryForm::Compact
+        {
+            return self.compact_summary(job, input);
+        }
         let summary = request.purpose() == Purpose::Summary;
-        let compact = summary && self.config.summary_form == SummaryForm::Compact;
-        let prompt = prompt_for(&request.kind, &request.messages, compact);
-        let (max_tokens, temperature, stops) = if summary {
-            (
-                self.config.summary_max_tokens,
-                self.config.summary_temperature,
-                self.config.summary_stop.clone(),
-            )
+        let limits = if summary {
+            Limits {
+                max_tokens: self.config.summary_max_tokens,
+                temperature: self.config.summary_temperature,
+                stops: self.config.summary_stop.clone(),
+                stream: false,
+            }
         } else {
-            (
-                self.config.max_tokens,
-                self.config.temperature,
-                self.config.stop.clone(),
-            )
+            Limits {
+                max_tokens: self.config.max_tokens,
+                temperature: self.config.temperature,
+                stops: self.config.stop.clone(),
+                stream: job.progress.is_streaming(),
+            }
         };
+        let done = self.generate(job, &Prompt::plain(&request.messages), &limits)?;
+        if done.finish == "length" {
+            tracing::warn!(
+                target: crate::TELEMETRY_TARGET,
+                backend = %self.name, npc = %request.npc, purpose = request.purpose().as_str(),
+                max_tokens = done.max_tokens,
+                "generation stopped at the token limit before the model finished"
+            );
+            if self.config.on_max_tokens == MaxTokensPolicy::Fail {
+                return Err(BackendError::MaxTokens {
+                    backend: self.name.clone(),
+                    max_tokens: done.max_tokens,
+                });
+            }
+        }
+        let stats = done.stats(request.purpose());
+        Ok((done.response(done.text.clone()), stats))
+    }
+
+    /// The compact summary: one short, greedy answer per field, merged into the
+    /// previous summary (see `template::compact_questions`).
+    fn compact_summary(
+        &mut self,
+        job: &Job,
+        input: &crate::memory::SummaryInput,
+    ) -> Result<(ChatResponse, GenerationStats), BackendError> {
+        let mut stops = vec!["\n".to_owned()];
+        stops.extend(self.config.summary_stop.iter().cloned());
+        let limits = Limits {
+            max_tokens: self.config.summary_max_tokens.min(24),
+            temperature: self.config.summary_temperature,
+            stops,
+            stream: false,
+        };
+        let mut answers = Vec::new();
+        let mut total: Option<Generation> = None;
+        for (field, prompt) in compact_questions(input) {
+            let done = self.generate(job, &prompt, &limits)?;
+            answers.push((field, done.text.clone()));
+            total = Some(match total {
+                None => done,
+                Some(sum) => sum.plus(done),
+            });
+        }
+        let total = total.expect("the form has fields");
+        let content = compose_compact(input, &answers);
+        let stats = total.stats(Purpose::Summary);
+        let mut response = total.response(content);
+        response.finish_reason = Some("stop".to_owned());
+        Ok((response, stats))
+    }
+
+    /// Reads `prompt` and generates until the model ends, a stop sequence appears,
+    /// or `limits.max_tokens` is reached. Streams when `limits.stream` says so.
+    fn generate(
+        &mut self,
+        job: &Job,
+        prompt: &Prompt,
+        limits: &Limits,
+    ) -> Result<Generation, BackendError> {
         // Never let the answer's reserve eat more than half the context.
-        let max_tokens = max_tokens.min(self.n_ctx / 2).max(1);
+        let max_tokens = limits.max_tokens.min(self.n_ctx / 2).max(1);
         let limit = (self.n_ctx - max_tokens) as usize;
-        let tokens = self.fit(&prompt, limit)?;
+        let tokens = self.fit(prompt, limit)?;
 
         let started = Instant::now();
         self.context.clear_kv_cache();
@@ -266,11 +335,14 @@ impl<'m> Engine<'m> {
         let prompt_time = started.elapsed();
 
         let generating = Instant::now();
-        let mut sampler = sampler(temperature, self.config.seed, self.loaded.model.n_vocab());
+        let mut sampler = sampler(
+            limits.temperature,
+            self.config.seed,
+            self.loaded.model.n_vocab(),
+        );
         let vocab = self.loaded.model.vocab();
         let mut utf8 = Utf8Buffer::default();
-        let mut scanner = StopScanner::new(&stops);
-        let stream = !summary && job.progress.is_streaming();
+        let mut scanner = StopScanner::new(&limits.stops);
         let mut position = tokens.len() as i32;
         let mut generated = 0u32;
         let mut finish = "length";
@@ -286,7 +358,7 @@ impl<'m> Engine<'m> {
             generated += 1;
             let text = utf8.push(&vocab.token_to_piece(token, false, None));
             let shown = scanner.push(&text);
-            if stream {
+            if limits.stream {
                 job.progress.delta(shown);
             }
             if scanner.stopped() {
@@ -307,47 +379,19 @@ impl<'m> Engine<'m> {
         }
         if !scanner.stopped() {
             let rest = scanner.finish().to_owned();
-            if stream {
+            if limits.stream {
                 job.progress.delta(&rest);
             }
         }
-        let generation_time = generating.elapsed();
-        if finish == "length" {
-            tracing::warn!(
-                target: crate::TELEMETRY_TARGET,
-                backend = %self.name, npc = %request.npc, purpose = request.purpose().as_str(),
-                max_tokens, "generation stopped at the token limit before the model finished"
-            );
-            if self.config.on_max_tokens == MaxTokensPolicy::Fail {
-                return Err(BackendError::MaxTokens {
-                    backend: self.name.clone(),
-                    max_tokens,
-                });
-            }
-        }
-        let mut content = format!("{}{}", prompt.prefill, scanner.text());
-        if compact && let crate::llm::RequestKind::Summary(input) = &request.kind {
-            content = tidy_compact(&content, &input.previous_summary);
-        }
-        let stats = GenerationStats {
-            purpose: request.purpose(),
+        Ok(Generation {
+            text: scanner.text().to_owned(),
             prompt_tokens: tokens.len(),
+            generated: generated as usize,
+            max_tokens,
+            finish,
             prompt_time,
-            generated_tokens: generated as usize,
-            generation_time,
-        };
-        Ok((
-            ChatResponse {
-                content,
-                usage: Some(TokenUsage {
-                    prompt_tokens: tokens.len() as u64,
-                    completion_tokens: u64::from(generated),
-                    cached_tokens: None,
-                }),
-                finish_reason: Some(finish.to_owned()),
-            },
-            stats,
-        ))
+            generation_time: generating.elapsed(),
+        })
     }
 
     /// Tokens of the prompt, trimmed to `limit` the way the memory window trims:
@@ -445,6 +489,62 @@ impl<'m> Engine<'m> {
 
     fn other(&self, reason: String) -> BackendError {
         BackendError::Other(format!("{}: {reason}", self.name))
+    }
+}
+
+/// How one generation may run.
+struct Limits {
+    max_tokens: u32,
+    temperature: f32,
+    stops: Vec<String>,
+    stream: bool,
+}
+
+/// What one generation produced.
+struct Generation {
+    text: String,
+    prompt_tokens: usize,
+    generated: usize,
+    max_tokens: u32,
+    finish: &'static str,
+    prompt_time: Duration,
+    generation_time: Duration,
+}
+
+impl Generation {
+    /// Two generations of one request counted as one.
+    fn plus(self, other: Generation) -> Generation {
+        Generation {
+            text: other.text,
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            generated: self.generated + other.generated,
+            max_tokens: other.max_tokens,
+            finish: other.finish,
+            prompt_time: self.prompt_time + other.prompt_time,
+            generation_time: self.generation_time + other.generation_time,
+        }
+    }
+
+    fn stats(&self, purpose: Purpose) -> GenerationStats {
+        GenerationStats {
+            purpose,
+            prompt_tokens: self.prompt_tokens,
+            prompt_time: self.prompt_time,
+            generated_tokens: self.generated,
+            generation_time: self.generation_time,
+        }
+    }
+
+    fn response(&self, content: String) -> ChatResponse {
+        ChatResponse {
+            content,
+            usage: Some(TokenUsage {
+                prompt_tokens: self.prompt_tokens as u64,
+                completion_tokens: self.generated as u64,
+                cached_tokens: None,
+            }),
+            finish_reason: Some(self.finish.to_owned()),
+        }
     }
 }
 
