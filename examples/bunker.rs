@@ -101,8 +101,7 @@ fn backend(args: &Args) -> (WithBackend, Option<String>) {
 
 #[cfg(feature = "local-llm")]
 fn default_model() -> Option<PathBuf> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH);
     path.is_file().then_some(path)
 }
 
@@ -451,9 +450,14 @@ fn chat_panel(
             });
         }
         Some(backend) => {
-            egui::Area::new("backend".into()).fixed_pos([20.0, 8.0]).show(ctx, |ui| {
-                ui.colored_label(egui::Color32::from_rgb(150, 200, 160), format!("Backend: {backend}"));
-            });
+            egui::Area::new("backend".into())
+                .fixed_pos([20.0, 8.0])
+                .show(ctx, |ui| {
+                    ui.colored_label(
+                        egui::Color32::from_rgb(150, 200, 160),
+                        format!("Backend: {backend}"),
+                    );
+                });
         }
     }
     egui::Window::new("Comms")

@@ -73,7 +73,10 @@ fn main() {
     }
 
     let (idle, busy, tokens) = frame_times(&model, frames);
-    println!("frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread):", millis(GAME_WORK));
+    println!(
+        "frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread):",
+        millis(GAME_WORK)
+    );
     println!(
         "  idle:       p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames)",
         ms(percentile(&idle, 50.0)),
@@ -113,7 +116,9 @@ fn long_request() -> ChatRequest {
     for i in 0..6 {
         messages.push(PromptMessage::new(
             Role::User,
-            format!("Report {i}: I checked corridor {i}; the lights flicker and the fans are loud."),
+            format!(
+                "Report {i}: I checked corridor {i}; the lights flicker and the fans are loud."
+            ),
         ));
         messages.push(PromptMessage::new(
             Role::Assistant,

@@ -154,7 +154,9 @@ fn main() -> AppExit {
         },
         #[cfg(not(feature = "local-llm"))]
         "local" => {
-            eprintln!("--backend local needs the local-llm feature: cargo run --features local-llm --example terminal_chat -- --backend local");
+            eprintln!(
+                "--backend local needs the local-llm feature: cargo run --features local-llm --example terminal_chat -- --backend local"
+            );
             return AppExit::error();
         }
         other => {

@@ -97,6 +97,8 @@ pub mod prelude {
         BackendError, ChatBackend, ChatRequest, ChatResponse, OfflineBackend, Purpose,
         ScriptedBackend,
     };
+    #[cfg(feature = "local-llm")]
+    pub use crate::llm::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
     pub use crate::memory::{MemoryConfig, NpcId, PromptLanguage, Role};
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, LlmUsage, Npc,
@@ -108,8 +110,6 @@ pub mod prelude {
         ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
         SaveMemory, SaveSettings,
     };
-    #[cfg(feature = "local-llm")]
-    pub use crate::llm::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
 }

@@ -98,7 +98,10 @@ fn the_model_loads_and_replies_through_the_plugin_with_deltas_adding_up() {
     ));
 
     h.spawn("echo7", echo7());
-    h.say("echo7", "Hello, I'm Alex. I'm here to fix the power system.");
+    h.say(
+        "echo7",
+        "Hello, I'm Alex. I'm here to fix the power system.",
+    );
     h.wait_for_replies(1);
     let reply = &h.replies("echo7")[0];
     assert!(!reply.trim().is_empty());
@@ -126,7 +129,10 @@ fn a_summary_completes_and_reaches_the_next_system_prompt() {
     let mut h = harness(backend, Some(&trace));
     h.spawn("echo7", echo7());
 
-    h.say("echo7", "Hello, I'm Alex. I'm here to fix the power system.");
+    h.say(
+        "echo7",
+        "Hello, I'm Alex. I'm here to fix the power system.",
+    );
     h.wait_for_replies(1);
     h.wait_for_summaries(1);
     let summary = h.summary("echo7");
@@ -134,7 +140,10 @@ fn a_summary_completes_and_reaches_the_next_system_prompt() {
     // The compact form: the answer is started for the model, so it always has it.
     assert!(summary.starts_with("Name:"), "{summary}");
     let system = h.window("echo7")[0].content.to_string();
-    assert!(system.ends_with(&format!("[Previously]: {summary}")), "{system}");
+    assert!(
+        system.ends_with(&format!("[Previously]: {summary}")),
+        "{system}"
+    );
 
     h.say("echo7", "What is my name?");
     h.wait_for_replies(2);
@@ -160,7 +169,8 @@ fn a_summary_completes_and_reaches_the_next_system_prompt() {
 #[test]
 fn clearing_memory_cancels_the_running_reply_and_the_worker_moves_on() {
     let Some(path) = model_path() else { return };
-    let backend = LocalLlmBackend::new(config(path).with_max_tokens(400).with_stop([""; 0])).unwrap();
+    let backend =
+        LocalLlmBackend::new(config(path).with_max_tokens(400).with_stop([""; 0])).unwrap();
     let mut h = harness(backend, None);
     h.spawn("echo7", echo7());
     h.say(
@@ -225,14 +235,15 @@ fn dropped_requests_stop_between_tokens_and_are_skipped_in_the_queue() {
     // Wait until the first request is generating, so the next two queue behind it.
     let deadline = Instant::now() + Duration::from_secs(60);
     while running.load(Ordering::SeqCst) < 2 {
-        assert!(Instant::now() < deadline, "the first request never streamed");
+        assert!(
+            Instant::now() < deadline,
+            "the first request never streamed"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let second = runtime.spawn(backend.complete(long.clone(), counter(&queued)));
-    let third = runtime.spawn(backend.complete(
-        reply_request("You are terse.", "Say hi."),
-        counter(&last),
-    ));
+    let third =
+        runtime.spawn(backend.complete(reply_request("You are terse.", "Say hi."), counter(&last)));
     std::thread::sleep(Duration::from_millis(50));
     second.abort();
     first.abort();
@@ -260,7 +271,11 @@ fn a_corrupt_or_missing_model_gives_the_failed_message_not_a_crash() {
     let Some(real) = model_path() else { return };
     let dir = temp_dir("local-corrupt");
     let garbage = dir.join("garbage.gguf");
-    std::fs::write(&garbage, b"this is not a model at all, just some bytes\n".repeat(100)).unwrap();
+    std::fs::write(
+        &garbage,
+        b"this is not a model at all, just some bytes\n".repeat(100),
+    )
+    .unwrap();
     // A download cut short: the real header, then nothing.
     let truncated = dir.join("truncated.gguf");
     let head = std::fs::read(&real).unwrap()[..1 << 20].to_vec();
@@ -298,12 +313,8 @@ fn a_corrupt_or_missing_model_gives_the_failed_message_not_a_crash() {
 #[test]
 fn prompts_longer_than_the_context_are_trimmed_or_refused_clearly() {
     let Some(path) = model_path() else { return };
-    let backend = LocalLlmBackend::new(
-        config(path)
-            .with_context_size(256)
-            .with_max_tokens(16),
-    )
-    .unwrap();
+    let backend =
+        LocalLlmBackend::new(config(path).with_context_size(256).with_max_tokens(16)).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
     // One line longer than the whole context: nothing can be left out, so it fails.

@@ -173,7 +173,9 @@ impl ChatBackend for LocalLlmBackend {
             }
             // If this future is dropped here, `answer` closes and the worker skips
             // or stops the job.
-            answer.await.unwrap_or_else(|_| Err(worker_gone(&inner.name)))
+            answer
+                .await
+                .unwrap_or_else(|_| Err(worker_gone(&inner.name)))
         })
     }
 }

@@ -113,8 +113,7 @@ pub(crate) fn compose_compact(input: &SummaryInput, answers: &[(Field, String)])
         let Some(answer) = clean(raw) else { continue };
         match field {
             Field::Name => {
-                if answer.split_whitespace().count() <= 3 && said.contains(&answer.to_lowercase())
-                {
+                if answer.split_whitespace().count() <= 3 && said.contains(&answer.to_lowercase()) {
                     name = Some(answer);
                 }
             }
@@ -442,14 +441,21 @@ mod tests {
     fn the_compact_questions_see_only_the_player_and_start_the_answer() {
         let input = input(
             "",
-            &[(Role::User, "I'm Alex."), (Role::Assistant, "I fixed it already.")],
+            &[
+                (Role::User, "I'm Alex."),
+                (Role::Assistant, "I fixed it already."),
+            ],
         );
         let questions = compact_questions(&input);
         assert_eq!(questions.len(), 3);
         let (field, prompt) = &questions[0];
         assert_eq!(*field, Field::Name);
         assert_eq!(prompt.prefill, "The player's name is");
-        assert!(prompt.messages[1].content.starts_with("Player: I'm Alex.\n\n"));
+        assert!(
+            prompt.messages[1]
+                .content
+                .starts_with("Player: I'm Alex.\n\n")
+        );
         assert!(!prompt.messages[1].content.contains("fixed"));
     }
 
@@ -457,7 +463,10 @@ mod tests {
     fn answers_the_player_never_grounded_are_dropped() {
         let first = input(
             "",
-            &[(Role::User, "Hello, I'm Alex. I'm here to fix the power system.")],
+            &[(
+                Role::User,
+                "Hello, I'm Alex. I'm here to fix the power system.",
+            )],
         );
         let summary = compose_compact(
             &first,
@@ -467,7 +476,10 @@ mod tests {
                 (Field::Place, " here to fix the power system.".into()),
             ],
         );
-        assert_eq!(summary, "Name: Alex\nGoal: fix the power system\nFacts: none");
+        assert_eq!(
+            summary,
+            "Name: Alex\nGoal: fix the power system\nFacts: none"
+        );
 
         let second = input(&summary, &[(Role::User, "I'm in the storage area now.")]);
         let summary = compose_compact(
@@ -475,7 +487,10 @@ mod tests {
             &[
                 (Field::Name, " unknown.".into()),
                 (Field::Goal, " play a game of \"The Last Stand\".".into()),
-                (Field::Place, " in the storage area now, and has a box of cookies.".into()),
+                (
+                    Field::Place,
+                    " in the storage area now, and has a box of cookies.".into(),
+                ),
             ],
         );
         assert_eq!(
