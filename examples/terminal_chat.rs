@@ -41,6 +41,8 @@ struct Args {
     model: Option<String>,
     api_key_env: Option<String>,
     save: Option<PathBuf>,
+    /// Only the in-process backend has threads to set.
+    #[cfg_attr(not(feature = "local-llm"), allow(dead_code))]
     threads: Option<usize>,
 }
 
