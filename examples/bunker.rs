@@ -3,12 +3,18 @@
 //!
 //! ```text
 //! cargo run --example bunker --features debug-ui -- [--zh] [--autoplay]
-//!     [--screenshot PATH] [--save PATH] [--trace FILE]
+//!     [--screenshot PATH] [--save PATH] [--trace FILE] [--model PATH]
 //! ```
 //!
-//! The backend: `DEEPSEEK_API_KEY` or `OPENAI_API_KEY` in the environment gives the
-//! HTTP backend, `LLAMA_SERVER_URL` a local llama.cpp server; otherwise the offline
-//! backend runs and a banner says so. `--autoplay` plays the seed's walk-through
+//! The backend, first match wins:
+//! 1. `--model PATH` runs that GGUF in-process (feature `local-llm`);
+//! 2. `DEEPSEEK_API_KEY` or `OPENAI_API_KEY` in the environment gives the HTTP backend;
+//! 3. `LLAMA_SERVER_URL` a llama.cpp server;
+//! 4. the demo model at `assets/models/` (from `scripts/fetch-model.sh`) runs
+//!    in-process when the `local-llm` feature is on;
+//! 5. otherwise the offline backend runs and a banner says so.
+//!
+//! A label in the corner names the backend in use. `--autoplay` plays the seed's walk-through
 //! through the offline backend with the debug panel open; with `--screenshot` it
 //! saves a screenshot once the conversation is done, then exits.
 
@@ -31,6 +37,7 @@ struct Args {
     screenshot: Option<PathBuf>,
     save: PathBuf,
     trace: Option<PathBuf>,
+    model: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -40,6 +47,7 @@ fn args() -> Args {
         screenshot: None,
         save: "savegame.json".into(),
         trace: None,
+        model: None,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -49,45 +57,104 @@ fn args() -> Args {
             "--screenshot" => args.screenshot = raw.next().map(PathBuf::from),
             "--save" => args.save = raw.next().map_or(args.save, PathBuf::from),
             "--trace" => args.trace = raw.next().map(PathBuf::from),
+            "--model" => args.model = raw.next().map(PathBuf::from),
             other => eprintln!("ignoring unknown argument {other:?}"),
         }
     }
     args
 }
 
-/// Which backend runs, and whether it is the offline one.
-fn backend(autoplay: bool) -> (Box<dyn FnOnce(NpcMemoryPlugin) -> NpcMemoryPlugin>, bool) {
+type WithBackend = Box<dyn FnOnce(NpcMemoryPlugin) -> NpcMemoryPlugin>;
+
+/// Which backend runs, and what the corner label calls it (`None`: offline).
+fn backend(args: &Args) -> (WithBackend, Option<String>) {
     let http = |config: OpenAiConfig| {
         OpenAiBackend::new(config)
             .map_err(|e| eprintln!("{e}"))
             .ok()
+            .map(|backend| {
+                let label = format!("{} over HTTP", backend.config().provider);
+                let with: WithBackend = Box::new(move |plugin| plugin.with_backend(backend));
+                (with, Some(label))
+            })
     };
-    let chosen = if autoplay {
+    let chosen = if args.autoplay {
         None
+    } else if let Some(path) = &args.model {
+        local(path.clone())
     } else if std::env::var_os("DEEPSEEK_API_KEY").is_some() {
         http(OpenAiConfig::deepseek())
     } else if std::env::var_os("OPENAI_API_KEY").is_some() {
         http(OpenAiConfig::openai())
+    } else if let Ok(url) = std::env::var("LLAMA_SERVER_URL") {
+        http(OpenAiConfig::llama_cpp(url))
     } else {
-        std::env::var("LLAMA_SERVER_URL")
-            .ok()
-            .and_then(|url| http(OpenAiConfig::llama_cpp(url)))
+        default_model().and_then(local)
     };
-    match chosen {
-        Some(backend) => (
-            Box::new(move |plugin: NpcMemoryPlugin| plugin.with_backend(backend)),
-            false,
-        ),
-        None => (
+    chosen.unwrap_or_else(|| {
+        (
             Box::new(|plugin: NpcMemoryPlugin| plugin.with_backend(OfflineBackend::default())),
-            true,
-        ),
+            None,
+        )
+    })
+}
+
+#[cfg(feature = "local-llm")]
+fn default_model() -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH);
+    path.is_file().then_some(path)
+}
+
+#[cfg(not(feature = "local-llm"))]
+fn default_model() -> Option<PathBuf> {
+    None
+}
+
+/// The GGUF at `path`, run in-process; it loads in the background while the scene
+/// starts.
+#[cfg(feature = "local-llm")]
+fn local(path: PathBuf) -> Option<(WithBackend, Option<String>)> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let config = LocalLlmConfig::new(path).with_max_tokens(160);
+    let backend = LocalLlmBackend::new(config)
+        .map_err(|e| eprintln!("{e}"))
+        .ok()?;
+    let with: WithBackend = Box::new(move |plugin| plugin.with_backend(backend));
+    Some((with, Some(format!("local {name} (loading)"))))
+}
+
+#[cfg(not(feature = "local-llm"))]
+fn local(path: PathBuf) -> Option<(WithBackend, Option<String>)> {
+    eprintln!(
+        "--model {} needs the local-llm feature: cargo run --example bunker --features debug-ui,local-llm -- --model PATH",
+        path.display()
+    );
+    None
+}
+
+/// Keeps the corner label true to the model's state.
+#[cfg(feature = "local-llm")]
+fn follow_model(
+    mut scene: ResMut<Scene>,
+    mut loaded: MessageReader<LocalModelLoaded>,
+    mut failed: MessageReader<LocalModelFailed>,
+) {
+    for model in loaded.read() {
+        scene.backend = Some(format!(
+            "local {} (loaded in {} ms)",
+            model.path.file_name().unwrap_or_default().to_string_lossy(),
+            model.load_time.as_millis()
+        ));
+    }
+    for model in failed.read() {
+        scene.backend = Some(format!("local model FAILED: {}", model.reason));
     }
 }
 
 #[derive(Resource)]
 struct Scene {
-    offline: bool,
+    /// What the corner label says; `None` means the offline backend.
+    backend: Option<String>,
     chinese: bool,
 }
 
@@ -112,7 +179,7 @@ struct Autoplay {
 
 fn main() -> AppExit {
     let args = args();
-    let (with_backend, offline) = backend(args.autoplay);
+    let (with_backend, backend_label) = backend(&args);
     let mut memory = with_backend(NpcMemoryPlugin::default().with_autosave(&args.save));
     if args.autoplay {
         memory = memory.with_window(4).with_summary_threshold(2);
@@ -145,7 +212,7 @@ fn main() -> AppExit {
     .add_plugins((memory, debug))
     .insert_resource(ClearColor(Color::srgb(0.06, 0.07, 0.08)))
     .insert_resource(Scene {
-        offline,
+        backend: backend_label,
         chinese: args.chinese,
     })
     .insert_resource(Chat {
@@ -157,6 +224,8 @@ fn main() -> AppExit {
     .add_systems(Startup, (build_bunker, spawn_npcs))
     .add_systems(Update, follow_replies.after(NpcMemorySystems::Collect))
     .add_systems(EguiPrimaryContextPass, chat_panel);
+    #[cfg(feature = "local-llm")]
+    app.add_systems(Update, follow_model);
     if args.autoplay {
         let file = if args.chinese {
             "assets/autoplay/echo7.zh.txt"
@@ -374,10 +443,22 @@ fn chat_panel(
     mut talk: MessageWriter<TalkToNpc>,
 ) -> Result {
     let ctx = egui.ctx_mut()?;
-    if scene.offline {
-        egui::Area::new("offline".into()).fixed_pos([20.0, 8.0]).show(ctx, |ui| {
-            ui.colored_label(egui::Color32::from_rgb(255, 120, 90), "OFFLINE: no language model connected, replies are placeholders (set DEEPSEEK_API_KEY, OPENAI_API_KEY or LLAMA_SERVER_URL)");
-        });
+    match &scene.backend {
+        None => {
+            egui::Area::new("offline".into()).fixed_pos([20.0, 8.0]).show(ctx, |ui| {
+                ui.colored_label(egui::Color32::from_rgb(255, 120, 90), "OFFLINE: no language model connected, replies are placeholders (run scripts/fetch-model.sh, or set DEEPSEEK_API_KEY, OPENAI_API_KEY or LLAMA_SERVER_URL)");
+            });
+        }
+        Some(backend) => {
+            egui::Area::new("backend".into())
+                .fixed_pos([20.0, 8.0])
+                .show(ctx, |ui| {
+                    ui.colored_label(
+                        egui::Color32::from_rgb(150, 200, 160),
+                        format!("Backend: {backend}"),
+                    );
+                });
+        }
     }
     egui::Window::new("Comms")
         .default_pos([20.0, 400.0])

@@ -2,9 +2,9 @@
 //! reply printed as `ECHO-7: ...`. Memory events go to stderr as `[Memory]` lines.
 //!
 //! ```text
-//! cargo run --example terminal_chat -- [--backend offline|scripted|openai] [--window N]
+//! cargo run --example terminal_chat -- [--backend offline|scripted|openai|local] [--window N]
 //!     [--threshold N] [--persona PATH] [--trace FILE]
-//!     [--base-url URL] [--model NAME] [--api-key-env VAR] [--save PATH]
+//!     [--base-url URL] [--model NAME|PATH] [--api-key-env VAR] [--save PATH] [--threads N]
 //! ```
 //!
 //! `--save PATH` loads the save if it exists and autosaves to it after every message
@@ -13,6 +13,10 @@
 //! `--backend openai` talks to any OpenAI-compatible server: `--base-url` is its API
 //! root (e.g. `http://127.0.0.1:8080/v1` for llama.cpp), and the key, if the server
 //! needs one, is read from the environment variable `--api-key-env` names.
+//!
+//! `--backend local` (feature `local-llm`) runs a GGUF model in-process: `--model` is
+//! its path, by default the demo model `scripts/fetch-model.sh` fetches, and
+//! `--threads` its inference threads.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -25,7 +29,7 @@ use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{OpenAiBackend, OpenAiConfig, backup_path};
 
-const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME] [--api-key-env VAR] [--save PATH]";
+const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai|local] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME|PATH] [--api-key-env VAR] [--save PATH] [--threads N]";
 
 struct Args {
     backend: String,
@@ -37,6 +41,9 @@ struct Args {
     model: Option<String>,
     api_key_env: Option<String>,
     save: Option<PathBuf>,
+    /// Only the in-process backend has threads to set.
+    #[cfg_attr(not(feature = "local-llm"), allow(dead_code))]
+    threads: Option<usize>,
 }
 
 impl Args {
@@ -54,6 +61,7 @@ impl Args {
             model: None,
             api_key_env: None,
             save: None,
+            threads: None,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -71,6 +79,7 @@ impl Args {
                 "--model" => parsed.model = Some(value()?),
                 "--api-key-env" => parsed.api_key_env = Some(value()?),
                 "--save" => parsed.save = Some(value()?.into()),
+                "--threads" => parsed.threads = Some(number(value()?)?),
                 "--help" | "-h" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
@@ -137,6 +146,21 @@ fn main() -> AppExit {
                 return AppExit::error();
             }
         },
+        #[cfg(feature = "local-llm")]
+        "local" => match local_backend(&args) {
+            Ok(backend) => plugin.with_backend(backend),
+            Err(error) => {
+                eprintln!("{error}");
+                return AppExit::error();
+            }
+        },
+        #[cfg(not(feature = "local-llm"))]
+        "local" => {
+            eprintln!(
+                "--backend local needs the local-llm feature: cargo run --features local-llm --example terminal_chat -- --backend local"
+            );
+            return AppExit::error();
+        }
         other => {
             eprintln!("unknown backend {other:?}\n{USAGE}");
             return AppExit::error();
@@ -167,6 +191,7 @@ fn main() -> AppExit {
         .add_systems(Startup, spawn_npc)
         .add_systems(Update, feed_lines.before(NpcMemorySystems::Intake))
         .add_systems(Update, print_events.after(NpcMemorySystems::Collect))
+        .add_systems(Update, print_model_status)
         .run()
 }
 
@@ -179,6 +204,27 @@ fn openai_backend(args: &Args) -> Result<OpenAiBackend, String> {
     let mut config = OpenAiConfig::custom("openai-compatible", base_url, model);
     config.api_key_env = args.api_key_env.clone();
     OpenAiBackend::new(config).map_err(|error| error.to_string())
+}
+
+/// The in-process model: `--model PATH`, or the demo model fetched by
+/// `scripts/fetch-model.sh`.
+#[cfg(feature = "local-llm")]
+fn local_backend(args: &Args) -> Result<LocalLlmBackend, String> {
+    let path = match &args.model {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH),
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "no model at {}: run `bash scripts/fetch-model.sh`, or pass --model PATH to any GGUF",
+            path.display()
+        ));
+    }
+    let mut config = LocalLlmConfig::new(path).with_max_tokens(128);
+    if let Some(threads) = args.threads {
+        config = config.with_threads(threads as u32);
+    }
+    LocalLlmBackend::new(config).map_err(|error| error.to_string())
 }
 
 fn spawn_npc(mut commands: Commands, echo7: Res<Echo7>, mut personas: ResMut<Assets<Persona>>) {
@@ -253,6 +299,26 @@ fn print_events(
         eprintln!("[Memory] degraded: {}", degraded.degradation);
     }
 }
+
+#[cfg(feature = "local-llm")]
+fn print_model_status(
+    mut loaded: MessageReader<LocalModelLoaded>,
+    mut failed: MessageReader<LocalModelFailed>,
+) {
+    for model in loaded.read() {
+        eprintln!(
+            "[Model] {} loaded in {} ms",
+            model.path.display(),
+            model.load_time.as_millis()
+        );
+    }
+    for model in failed.read() {
+        eprintln!("[error] the model did not load: {}", model.reason);
+    }
+}
+
+#[cfg(not(feature = "local-llm"))]
+fn print_model_status() {}
 
 /// The seed's walk-through, in English, for `--backend scripted`.
 fn seed_script() -> ScriptedBackend {

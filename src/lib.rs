@@ -124,6 +124,8 @@ pub mod prelude {
         BackendError, ChatBackend, ChatRequest, ChatResponse, OfflineBackend, Purpose,
         ScriptedBackend,
     };
+    #[cfg(feature = "local-llm")]
+    pub use crate::llm::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
     pub use crate::memory::{
         FactKey, FactStatus, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
     };
@@ -137,4 +139,6 @@ pub mod prelude {
         ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
         SaveMemory, SaveSettings,
     };
+    #[cfg(feature = "local-llm")]
+    pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
 }

@@ -184,6 +184,34 @@ pub enum BackendError {
         /// The variable that should hold the key.
         var: String,
     },
+    /// A local model is missing, invalid, or failed to load, so nothing can answer.
+    #[error("the model of {backend} is not available: {reason}")]
+    ModelUnavailable {
+        /// The backend's name.
+        backend: String,
+        /// What is wrong with the model, naming the file.
+        reason: String,
+    },
+    /// The prompt does not fit the model's context, even with only the system prompt
+    /// and the newest message left.
+    #[error("the prompt for {backend} needs {prompt_tokens} tokens, over the {limit} that fit")]
+    PromptTooLong {
+        /// The backend's name.
+        backend: String,
+        /// Tokens the smallest acceptable prompt needs.
+        prompt_tokens: usize,
+        /// Tokens available: the context size minus the tokens kept for the answer.
+        limit: usize,
+    },
+    /// Generation hit its token limit before the model ended the text, and the
+    /// backend is set to refuse such text rather than keep it.
+    #[error("{backend} stopped at its limit of {max_tokens} tokens before finishing")]
+    MaxTokens {
+        /// The backend's name.
+        backend: String,
+        /// The limit.
+        max_tokens: u32,
+    },
     /// The request was cancelled, for example because the NPC's memory was cleared.
     #[error("the request was cancelled")]
     Cancelled,

@@ -1,6 +1,8 @@
 //! Backends: the [`ChatBackend`] trait and the backends that ship with the crate.
 
 mod backend;
+#[cfg(feature = "local-llm")]
+mod local;
 mod offline;
 mod offline_facts;
 #[cfg(feature = "http")]
@@ -10,6 +12,11 @@ mod scripted;
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ReplyInput, RequestKind, TokenUsage, stream_words,
+};
+#[cfg(feature = "local-llm")]
+pub use local::{
+    ChatTemplateSource, DEFAULT_MODEL_PATH, GenerationStats, LocalLlmBackend, LocalLlmConfig,
+    MaxTokensPolicy, ModelStatus, SummaryForm,
 };
 pub use offline::OfflineBackend;
 #[cfg(feature = "http")]

@@ -3,6 +3,8 @@
 mod bridge;
 mod conversation;
 mod layers;
+#[cfg(feature = "local-llm")]
+mod local_model;
 mod messages;
 mod persistence;
 mod persona;
@@ -17,6 +19,8 @@ use bevy::prelude::*;
 
 pub use conversation::Conversations;
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
+#[cfg(feature = "local-llm")]
+pub use local_model::{LocalModelFailed, LocalModelLoaded};
 pub use messages::{
     ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
     NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
@@ -70,6 +74,9 @@ pub struct NpcMemoryPlugin {
     runtime: Option<tokio::runtime::Handle>,
     trace_file: Option<PathBuf>,
     saves: SaveSettings,
+    /// Local models among the backends, whose load result the game is told.
+    #[cfg(feature = "local-llm")]
+    local_models: [Option<crate::llm::LocalLlmBackend>; 2],
 }
 
 impl Default for NpcMemoryPlugin {
@@ -81,19 +88,31 @@ impl Default for NpcMemoryPlugin {
             runtime: None,
             trace_file: None,
             saves: SaveSettings::default(),
+            #[cfg(feature = "local-llm")]
+            local_models: [None, None],
         }
     }
 }
 
 impl NpcMemoryPlugin {
     /// Answers and summarizes with `backend` (the default is [`OfflineBackend`]).
+    /// A `LocalLlmBackend` (feature `local-llm`) also makes the plugin send
+    /// `LocalModelLoaded` or `LocalModelFailed` once its model has loaded or failed.
     pub fn with_backend(mut self, backend: impl ChatBackend) -> Self {
+        #[cfg(feature = "local-llm")]
+        {
+            self.local_models[0] = local_model_of(&backend);
+        }
         self.reply_backend = Arc::new(backend);
         self
     }
 
     /// Summarizes with a different backend, such as a cheaper model.
     pub fn with_summary_backend(mut self, backend: impl ChatBackend) -> Self {
+        #[cfg(feature = "local-llm")]
+        {
+            self.local_models[1] = local_model_of(&backend);
+        }
         self.summary_backend = Some(Arc::new(backend));
         self
     }
@@ -216,5 +235,17 @@ impl Plugin for NpcMemoryPlugin {
         persistence::plugin(app, self.saves.clone());
         messages::plugin(app);
         usage::plugin(app);
+        #[cfg(feature = "local-llm")]
+        local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());
     }
+}
+
+/// The backend as a local model, if it is one. Backends are taken as values, so
+/// this is how the plugin learns, without a trait method every other backend would
+/// have to carry, which backends have a model to wait for.
+#[cfg(feature = "local-llm")]
+fn local_model_of<B: ChatBackend>(backend: &B) -> Option<crate::llm::LocalLlmBackend> {
+    (backend as &dyn std::any::Any)
+        .downcast_ref::<crate::llm::LocalLlmBackend>()
+        .cloned()
 }

@@ -150,7 +150,8 @@ impl Harness {
     }
 }
 
-fn add_inbox<M: Message + Clone>(app: &mut App) {
+/// Keeps every message of type `M` for assertions, e.g. a feature's own messages.
+pub fn add_inbox<M: Message + Clone>(app: &mut App) {
     app.insert_resource(Inbox::<M>(Vec::new()))
         .add_systems(Update, collect::<M>.after(NpcMemorySystems::Persist));
 }

@@ -1,0 +1,297 @@
+//! What the in-process model costs: load time, prompt and generation speed at 1 and
+//! 2 threads, and what a generating model does to a headless game's frame times.
+//!
+//! ```text
+//! bash scripts/fetch-model.sh
+//! cargo run --release --features local-llm --example local_bench [-- --model PATH] [--frames N]
+//! ```
+//!
+//! - **Load**: a fresh backend per run, from `LocalLlmBackend::new` until the worker
+//!   reports the model ready (the file is in the OS cache after the first run).
+//! - **Throughput**: a ~250-token prompt, then 128 tokens generated greedily with no
+//!   stop sequence; the median of 3 runs after a warm-up, per thread count.
+//! - **Frames**: a headless Bevy app (`MinimalPlugins`, the plugin, one NPC) whose
+//!   `Update` does a fixed ~1 ms of game work, paced at 60 frames per second. Each
+//!   frame's `app.update()` time is recorded while the model sits idle, then while
+//!   it generates replies one after another (with 1 inference thread, the default
+//!   on 2 cores). Idle and generating phases alternate so drift hits both alike.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{DEFAULT_MODEL_PATH, Progress, PromptMessage, ReplyInput, RequestKind, Role};
+
+/// Frames per phase; phases alternate idle, generating, idle, ...
+const PHASE_FRAMES: usize = 300;
+const FRAME: Duration = Duration::from_micros(16_667);
+const GAME_WORK: Duration = Duration::from_millis(1);
+
+fn main() {
+    let mut model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH);
+    let mut frames = 1_800;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--model" => model = args.next().expect("--model needs a path").into(),
+            "--frames" => {
+                frames = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--frames needs a number")
+            }
+            other => panic!("unknown argument {other:?}"),
+        }
+    }
+    assert!(
+        model.is_file(),
+        "no model at {}: run `bash scripts/fetch-model.sh`",
+        model.display()
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("model: {}", model.display());
+    println!("cores: {cores}, load average before: {}", load_average());
+
+    let loads: Vec<Duration> = (0..3).map(|_| load_time(&model)).collect();
+    println!(
+        "load time: {} ms (runs: {})",
+        millis(median(&loads)),
+        loads
+            .iter()
+            .map(|d| format!("{} ms", millis(*d)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+
+    for threads in [1, 2] {
+        let (prompt, generated, prompt_tokens, generated_tokens) = throughput(&model, threads);
+        println!(
+            "threads {threads}: prompt {prompt:.0} tok/s ({prompt_tokens} tokens), generation {generated:.1} tok/s ({generated_tokens} tokens)"
+        );
+    }
+
+    let (idle, busy, tokens) = frame_times(&model, frames);
+    println!(
+        "frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread):",
+        millis(GAME_WORK)
+    );
+    println!(
+        "  idle:       p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames)",
+        ms(percentile(&idle, 50.0)),
+        ms(percentile(&idle, 99.0)),
+        ms(percentile(&idle, 100.0)),
+        idle.len()
+    );
+    println!(
+        "  generating: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames, {tokens} tokens streamed)",
+        ms(percentile(&busy, 50.0)),
+        ms(percentile(&busy, 99.0)),
+        ms(percentile(&busy, 100.0)),
+        busy.len()
+    );
+    println!(
+        "  ratio generating/idle: p50 {:.2}, p99 {:.2} (target p99 <= 1.2)",
+        ms(percentile(&busy, 50.0)) / ms(percentile(&idle, 50.0)),
+        ms(percentile(&busy, 99.0)) / ms(percentile(&idle, 99.0)),
+    );
+    println!("load average after: {}", load_average());
+}
+
+fn load_time(model: &std::path::Path) -> Duration {
+    let backend = LocalLlmBackend::new(LocalLlmConfig::new(model)).expect("worker starts");
+    match backend.wait_until_loaded(Duration::from_secs(120)) {
+        ModelStatus::Ready { load_time, .. } => load_time,
+        other => panic!("the model did not load: {other:?}"),
+    }
+}
+
+/// A request with a prompt of roughly 250 tokens.
+fn long_request() -> ChatRequest {
+    let mut messages = vec![PromptMessage::new(
+        Role::System,
+        "You are ECHO-7, the security and guidance AI of an underground bunker. You speak in short, calm sentences and you help the player repair the power.",
+    )];
+    for i in 0..6 {
+        messages.push(PromptMessage::new(
+            Role::User,
+            format!(
+                "Report {i}: I checked corridor {i}; the lights flicker and the fans are loud."
+            ),
+        ));
+        messages.push(PromptMessage::new(
+            Role::Assistant,
+            format!("Noted. Corridor {i} is on the auxiliary line. Check the breaker panel next."),
+        ));
+    }
+    messages.push(PromptMessage::new(
+        Role::User,
+        "Describe the whole bunker for me, room by room.",
+    ));
+    ChatRequest {
+        npc: NpcId::new("echo7"),
+        kind: RequestKind::Reply(ReplyInput {
+            npc_name: "ECHO-7".into(),
+            summary: "".into(),
+        }),
+        messages,
+    }
+}
+
+fn throughput(model: &std::path::Path, threads: u32) -> (f64, f64, usize, usize) {
+    let config = LocalLlmConfig::new(model)
+        .with_threads(threads)
+        .with_max_tokens(128)
+        .with_temperature(0.0)
+        .with_stop([""; 0]);
+    let backend = LocalLlmBackend::new(config).expect("worker starts");
+    backend.wait_until_loaded(Duration::from_secs(120));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut prompt = Vec::new();
+    let mut generated = Vec::new();
+    let mut last = None;
+    for run in 0..4 {
+        runtime
+            .block_on(backend.complete(long_request(), Progress::silent()))
+            .expect("a reply");
+        let stats = backend.last_stats().expect("stats");
+        if run > 0 {
+            prompt.push(stats.prompt_tokens_per_second());
+            generated.push(stats.generation_tokens_per_second());
+        }
+        last = Some(stats);
+    }
+    let last = last.unwrap();
+    prompt.sort_by(f64::total_cmp);
+    generated.sort_by(f64::total_cmp);
+    (
+        prompt[prompt.len() / 2],
+        generated[generated.len() / 2],
+        last.prompt_tokens,
+        last.generated_tokens,
+    )
+}
+
+#[derive(Resource, Default)]
+struct Streamed(usize);
+
+/// Stands in for a game's own per-frame work, so frame times have a realistic floor.
+fn game_work() {
+    let started = Instant::now();
+    let mut x = 1u64;
+    while started.elapsed() < GAME_WORK {
+        for _ in 0..256 {
+            x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+}
+
+fn keep_talking(
+    mut talk: MessageWriter<TalkToNpc>,
+    conversations: Res<Conversations>,
+    mut deltas: MessageReader<NpcReplyDelta>,
+    mut streamed: ResMut<Streamed>,
+    talking: Res<Talking>,
+) {
+    streamed.0 += deltas.read().count();
+    if talking.0 && conversations.is_idle() {
+        talk.write(TalkToNpc::new(
+            "echo7",
+            "Describe the whole bunker for me, room by room.",
+        ));
+    }
+}
+
+#[derive(Resource)]
+struct Talking(bool);
+
+fn frame_times(model: &std::path::Path, frames: usize) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let config = LocalLlmConfig::new(model)
+        .with_threads(1)
+        .with_max_tokens(256)
+        .with_stop([""; 0]);
+    let backend = LocalLlmBackend::new(config).expect("worker starts");
+    backend.wait_until_loaded(Duration::from_secs(120));
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins,
+        AssetPlugin::default(),
+        // A large window: the bench measures inference next to the frame, not
+        // summaries.
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_window(1_000),
+    ))
+    .init_resource::<Streamed>()
+    .insert_resource(Talking(false))
+    .add_systems(Update, (game_work, keep_talking));
+    let persona = app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .add(Persona::new(
+            "ECHO-7",
+            "You are ECHO-7, the security AI of an underground bunker.",
+        ));
+    app.world_mut().spawn(Npc::new("echo7", persona));
+    for _ in 0..60 {
+        app.update();
+    }
+
+    let mut idle = Vec::new();
+    let mut busy = Vec::new();
+    let mut phase = 0;
+    while idle.len() + busy.len() < frames {
+        let talking = phase % 2 == 1;
+        app.world_mut().resource_mut::<Talking>().0 = talking;
+        if !talking {
+            // Let the reply in flight finish so idle frames really are idle.
+            while !app.world().resource::<Conversations>().is_idle() {
+                app.update();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        } else {
+            // Start generating before measuring.
+            app.update();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        for _ in 0..PHASE_FRAMES {
+            let started = Instant::now();
+            app.update();
+            let took = started.elapsed();
+            if talking { &mut busy } else { &mut idle }.push(took);
+            std::thread::sleep(FRAME.saturating_sub(started.elapsed()));
+        }
+        phase += 1;
+    }
+    let streamed = app.world().resource::<Streamed>().0;
+    (idle, busy, streamed)
+}
+
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn median(samples: &[Duration]) -> Duration {
+    percentile(samples, 50.0)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn millis(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}

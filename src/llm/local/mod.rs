@@ -1,0 +1,185 @@
+//! The in-process llama.cpp backend (feature `local-llm`).
+//!
+//! One OS thread owns the model and its context. Requests queue on a channel and
+//! run one at a time; a request whose future was dropped (the NPC's memory was
+//! cleared, it timed out, the game closed) is skipped while queued and stopped
+//! between two tokens while running.
+
+mod config;
+mod status;
+mod template;
+mod worker;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+pub use config::{DEFAULT_MODEL_PATH, LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+pub use status::{ChatTemplateSource, GenerationStats, ModelStatus};
+
+use crate::llm::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
+use status::Shared;
+use worker::Job;
+
+/// Runs a GGUF model in-process with llama.cpp, on its own thread.
+///
+/// - **Loading** starts at once on the worker thread, never on the caller's.
+///   [`status`](Self::status) says when it is done; with [`NpcMemoryPlugin`] the game
+///   gets a `LocalModelLoaded` or `LocalModelFailed` message. Requests made while
+///   it loads wait for it; if it fails, they fail with
+///   [`BackendError::ModelUnavailable`].
+/// - **One model serves replies and summaries.** They queue behind one worker, in
+///   order.
+/// - **Replies stream** token by token through [`Progress`]; stop sequences never
+///   reach the stream.
+/// - **The prompt format** is the GGUF's own chat template, or ChatML with a
+///   warning when the file has none.
+/// - **Prompts longer than the context** lose their oldest messages first, the way
+///   the memory window trims (the system prompt and the newest message stay). If even
+///   that does not fit, the request fails with [`BackendError::PromptTooLong`].
+///
+/// Clones share the model. The worker thread ends when the last clone is dropped.
+///
+/// ```no_run
+/// use bevy_npc_memory::prelude::*;
+///
+/// let backend = LocalLlmBackend::new(LocalLlmConfig::demo().with_max_tokens(128))?;
+/// let plugin = NpcMemoryPlugin::default().with_backend(backend);
+/// # Ok::<(), BackendError>(())
+/// ```
+///
+/// [`NpcMemoryPlugin`]: crate::NpcMemoryPlugin
+#[derive(Clone)]
+pub struct LocalLlmBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LocalLlmConfig,
+    name: String,
+    // The worker reads jobs from the other end; a Mutex keeps `Inner` Sync on
+    // every supported Rust regardless of the sender's own guarantees.
+    jobs: Mutex<Sender<Job>>,
+    shared: Arc<Shared>,
+}
+
+impl LocalLlmBackend {
+    /// Starts the worker thread, which loads the model in the background. Returns
+    /// at once; a missing or invalid file is reported through [`status`](Self::status),
+    /// not here. Fails only if the thread cannot be started.
+    pub fn new(config: LocalLlmConfig) -> Result<Self, BackendError> {
+        let name = format!(
+            "local:{}",
+            config
+                .model_path
+                .file_stem()
+                .map_or_else(|| "model".into(), |stem| stem.to_string_lossy())
+        );
+        let shared = Arc::new(Shared::default());
+        let (sender, receiver) = channel();
+        std::thread::Builder::new()
+            .name("npc-memory-llama".into())
+            .spawn({
+                let config = config.clone();
+                let name = name.clone();
+                let shared = shared.clone();
+                move || worker::run(config, name, shared, receiver)
+            })
+            .map_err(|error| {
+                BackendError::Other(format!("could not start the local model thread: {error}"))
+            })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                name,
+                jobs: Mutex::new(sender),
+                shared,
+            }),
+        })
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &LocalLlmConfig {
+        &self.inner.config
+    }
+
+    /// The GGUF file.
+    pub fn model_path(&self) -> &Path {
+        &self.inner.config.model_path
+    }
+
+    /// Whether the model is loading, ready, or failed. Cheap: one uncontended lock.
+    pub fn status(&self) -> ModelStatus {
+        self.inner.shared.status()
+    }
+
+    /// Whether the model is still loading.
+    pub fn is_loading(&self) -> bool {
+        self.inner.shared.is_loading()
+    }
+
+    /// Blocks until the model is loaded or failed, or `timeout` passes, and returns
+    /// the status then. For tools, tests and benchmarks: never call it on the
+    /// frame; a game reads `LocalModelLoaded` instead.
+    pub fn wait_until_loaded(&self, timeout: Duration) -> ModelStatus {
+        self.inner.shared.wait_loaded(timeout)
+    }
+
+    /// Token counts and timings of the last request that finished.
+    pub fn last_stats(&self) -> Option<GenerationStats> {
+        self.inner.shared.last()
+    }
+
+    /// Whether two handles share one model.
+    pub fn same_model(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for LocalLlmBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalLlmBackend")
+            .field("config", &self.inner.config)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl ChatBackend for LocalLlmBackend {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let job = Job {
+                request,
+                progress,
+                reply,
+            };
+            let sent = inner
+                .jobs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .send(job);
+            if sent.is_err() {
+                return Err(worker_gone(&inner.name));
+            }
+            // If this future is dropped here, `answer` closes and the worker skips
+            // or stops the job.
+            answer
+                .await
+                .unwrap_or_else(|_| Err(worker_gone(&inner.name)))
+        })
+    }
+}
+
+fn worker_gone(name: &str) -> BackendError {
+    BackendError::Other(format!("{name}: the local model thread has stopped"))
+}

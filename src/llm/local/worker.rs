@@ -1,0 +1,576 @@
+//! The worker thread that owns the model: it loads it, then answers requests one at
+//! a time. llama.cpp blocks while it computes, so it must never run on the frame or
+//! on a tokio worker; one dedicated OS thread keeps both free.
+
+use std::io::Read;
+use std::num::NonZeroU32;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{LogOptions, send_logs_to_tracing};
+use tokio::sync::oneshot;
+
+use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
+use super::template::{
+    Prompt, StopScanner, Utf8Buffer, chatml, compact_questions, compose_compact,
+};
+use crate::llm::{
+    BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
+};
+use crate::memory::{PromptMessage, Role};
+
+/// One request waiting for the worker.
+pub(crate) struct Job {
+    pub(crate) request: ChatRequest,
+    pub(crate) progress: Progress,
+    /// Closed when the caller's future was dropped: the NPC's memory was cleared,
+    /// the request timed out, or the game closed. The worker then skips or stops
+    /// the job.
+    pub(crate) reply: oneshot::Sender<Result<ChatResponse, BackendError>>,
+}
+
+/// llama.cpp's global state may be set up once per process, but a game may create
+/// several backends (or recreate one), so they share it.
+fn llama(logs: bool) -> Result<&'static LlamaBackend, String> {
+    static LLAMA: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    LLAMA
+        .get_or_init(|| {
+            send_logs_to_tracing(LogOptions::default().with_logs_enabled(logs));
+            LlamaBackend::init().map_err(|error| format!("llama.cpp did not start: {error}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The worker's loop. Returns when every handle to the backend is gone.
+pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, jobs: Receiver<Job>) {
+    let started = Instant::now();
+    let loaded = catch_unwind(AssertUnwindSafe(|| load(&config)))
+        .unwrap_or_else(|_| Err("loading the model panicked".to_owned()));
+    let model = match loaded {
+        Ok(model) => model,
+        Err(reason) => {
+            tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
+            shared.set_status(ModelStatus::Failed {
+                reason: reason.clone(),
+            });
+            // Requests keep being answered, so nothing waits forever on a model
+            // that will never come.
+            for job in jobs {
+                let _ = job.reply.send(Err(BackendError::ModelUnavailable {
+                    backend: name.clone(),
+                    reason: reason.clone(),
+                }));
+            }
+            return;
+        }
+    };
+    let mut engine = match Engine::new(&model, &config, name.clone()) {
+        Ok(engine) => engine,
+        Err(reason) => {
+            tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
+            shared.set_status(ModelStatus::Failed {
+                reason: reason.clone(),
+            });
+            for job in jobs {
+                let _ = job.reply.send(Err(BackendError::ModelUnavailable {
+                    backend: name.clone(),
+                    reason: reason.clone(),
+                }));
+            }
+            return;
+        }
+    };
+    let load_time = started.elapsed();
+    tracing::info!(
+        target: crate::TELEMETRY_TARGET,
+        backend = %name, path = %config.model_path.display(), ?load_time,
+        template = ?model.template_source(), context = engine.n_ctx, threads = config.threads,
+        "local model loaded"
+    );
+    shared.set_status(ModelStatus::Ready {
+        load_time,
+        template: model.template_source(),
+        context_size: engine.n_ctx,
+    });
+    for job in jobs {
+        if job.reply.is_closed() {
+            // Cancelled while it waited in the queue.
+            continue;
+        }
+        let result = catch_unwind(AssertUnwindSafe(|| engine.answer(&job)))
+            .unwrap_or_else(|_| Err(BackendError::Other("the local model panicked".to_owned())));
+        let result = result.map(|(response, stats)| {
+            shared.record(stats);
+            response
+        });
+        let _ = job.reply.send(result);
+    }
+}
+
+/// A loaded model and what was learned about it.
+struct Loaded {
+    model: LlamaModel,
+    llama: &'static LlamaBackend,
+    template: Option<LlamaChatTemplate>,
+}
+
+impl Loaded {
+    fn template_source(&self) -> ChatTemplateSource {
+        if self.template.is_some() {
+            ChatTemplateSource::Gguf
+        } else {
+            ChatTemplateSource::ChatMlFallback
+        }
+    }
+}
+
+fn load(config: &LocalLlmConfig) -> Result<Loaded, String> {
+    let path = &config.model_path;
+    check_file(path)?;
+    let llama = llama(config.llama_logs)?;
+    let model = LlamaModel::load_from_file(llama, path, &LlamaModelParams::default()).map_err(
+        |error| {
+            format!(
+                "llama.cpp could not load {}: {error} (the file may be truncated, damaged, or a model architecture this llama.cpp does not know)",
+                path.display()
+            )
+        },
+    )?;
+    let template = match model.chat_template(None) {
+        Ok(template) => Some(template),
+        Err(_) => {
+            tracing::warn!(
+                target: crate::TELEMETRY_TARGET,
+                "{} has no chat template; using ChatML, which may not be what the model was tuned on",
+                path.display()
+            );
+            None
+        }
+    };
+    Ok(Loaded {
+        model,
+        llama,
+        template,
+    })
+}
+
+/// Catches the common mistakes with a clear message before llama.cpp sees the file.
+fn check_file(path: &Path) -> Result<(), String> {
+    let mut file = std::fs::File::open(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "no model file at {} (run scripts/fetch-model.sh for the demo model, or pass the path of any GGUF)",
+                path.display()
+            )
+        } else {
+            format!("could not open the model file {}: {error}", path.display())
+        }
+    })?;
+    if !file.metadata().map(|meta| meta.is_file()).unwrap_or(false) {
+        return Err(format!("{} is not a file", path.display()));
+    }
+    let mut magic = [0u8; 4];
+    match file.read_exact(&mut magic) {
+        Ok(()) if &magic == b"GGUF" => Ok(()),
+        Ok(()) => Err(format!(
+            "{} is not a GGUF model file (it does not start with \"GGUF\")",
+            path.display()
+        )),
+        Err(_) => Err(format!(
+            "{} is too short to be a GGUF model file",
+            path.display()
+        )),
+    }
+}
+
+/// The model with its one context, ready to answer.
+struct Engine<'m> {
+    loaded: &'m Loaded,
+    context: LlamaContext<'m>,
+    config: LocalLlmConfig,
+    name: String,
+    n_ctx: u32,
+    batch: LlamaBatch<'static>,
+    warned_template: bool,
+}
+
+impl<'m> Engine<'m> {
+    fn new(loaded: &'m Loaded, config: &LocalLlmConfig, name: String) -> Result<Self, String> {
+        // A context larger than the model was trained for only produces nonsense.
+        let trained = loaded.model.n_ctx_train().max(64);
+        let n_ctx = config.context_size.get().min(trained);
+        let threads = i32::try_from(config.threads.max(1)).unwrap_or(1);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_ctx.min(512))
+            .with_n_ubatch(n_ctx.min(512))
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let context = loaded
+            .model
+            .new_context(loaded.llama, params)
+            .map_err(|error| {
+                format!(
+                    "could not create a {n_ctx}-token context for {}: {error}",
+                    config.model_path.display()
+                )
+            })?;
+        let batch_size = context.n_batch() as usize;
+        Ok(Self {
+            loaded,
+            context,
+            config: config.clone(),
+            name,
+            n_ctx,
+            batch: LlamaBatch::new(batch_size, 1),
+            warned_template: false,
+        })
+    }
+
+    fn answer(&mut self, job: &Job) -> Result<(ChatResponse, GenerationStats), BackendError> {
+        let request = &job.request;
+        if let RequestKind::Summary(input) = &request.kind
+            && self.config.summary_form == SummaryForm::Compact
+        {
+            return self.compact_summary(job, input);
+        }
+        let summary = request.purpose() == Purpose::Summary;
+        let limits = if summary {
+            Limits {
+                max_tokens: self.config.summary_max_tokens,
+                temperature: self.config.summary_temperature,
+                stops: self.config.summary_stop.clone(),
+                stream: false,
+            }
+        } else {
+            Limits {
+                max_tokens: self.config.max_tokens,
+                temperature: self.config.temperature,
+                stops: self.config.stop.clone(),
+                stream: job.progress.is_streaming(),
+            }
+        };
+        let done = self.generate(job, &Prompt::plain(&request.messages), &limits)?;
+        if done.finish == "length" {
+            tracing::warn!(
+                target: crate::TELEMETRY_TARGET,
+                backend = %self.name, npc = %request.npc, purpose = request.purpose().as_str(),
+                max_tokens = done.max_tokens,
+                "generation stopped at the token limit before the model finished"
+            );
+            if self.config.on_max_tokens == MaxTokensPolicy::Fail {
+                return Err(BackendError::MaxTokens {
+                    backend: self.name.clone(),
+                    max_tokens: done.max_tokens,
+                });
+            }
+        }
+        let stats = done.stats(request.purpose());
+        Ok((done.response(done.text.clone()), stats))
+    }
+
+    /// The compact summary: one short, greedy answer per field, merged into the
+    /// previous summary (see `template::compact_questions`).
+    fn compact_summary(
+        &mut self,
+        job: &Job,
+        input: &crate::memory::SummaryInput,
+    ) -> Result<(ChatResponse, GenerationStats), BackendError> {
+        let mut stops = vec!["\n".to_owned()];
+        stops.extend(self.config.summary_stop.iter().cloned());
+        let limits = Limits {
+            max_tokens: self.config.summary_max_tokens.min(24),
+            temperature: self.config.summary_temperature,
+            stops,
+            stream: false,
+        };
+        let mut answers = Vec::new();
+        let mut total: Option<Generation> = None;
+        for (field, prompt) in compact_questions(input) {
+            let done = self.generate(job, &prompt, &limits)?;
+            answers.push((field, done.text.clone()));
+            total = Some(match total {
+                None => done,
+                Some(sum) => sum.plus(done),
+            });
+        }
+        let total = total.expect("the form has fields");
+        let content = compose_compact(input, &answers);
+        let stats = total.stats(Purpose::Summary);
+        let mut response = total.response(content);
+        response.finish_reason = Some("stop".to_owned());
+        Ok((response, stats))
+    }
+
+    /// Reads `prompt` and generates until the model ends, a stop sequence appears,
+    /// or `limits.max_tokens` is reached. Streams when `limits.stream` says so.
+    fn generate(
+        &mut self,
+        job: &Job,
+        prompt: &Prompt,
+        limits: &Limits,
+    ) -> Result<Generation, BackendError> {
+        // Never let the answer's reserve eat more than half the context.
+        let max_tokens = limits.max_tokens.min(self.n_ctx / 2).max(1);
+        let limit = (self.n_ctx - max_tokens) as usize;
+        let tokens = self.fit(prompt, limit)?;
+
+        let started = Instant::now();
+        self.context.clear_kv_cache();
+        self.feed_prompt(&tokens, &job.reply)?;
+        let prompt_time = started.elapsed();
+
+        let generating = Instant::now();
+        let mut sampler = sampler(
+            limits.temperature,
+            self.config.seed,
+            self.loaded.model.n_vocab(),
+        );
+        let vocab = self.loaded.model.vocab();
+        let mut utf8 = Utf8Buffer::default();
+        let mut scanner = StopScanner::new(&limits.stops);
+        let mut position = tokens.len() as i32;
+        let mut generated = 0u32;
+        let mut finish = "length";
+        while generated < max_tokens {
+            if job.reply.is_closed() {
+                return Err(BackendError::Cancelled);
+            }
+            let token = sampler.sample(&self.context, self.batch.n_tokens() - 1);
+            if vocab.is_eog(token) {
+                finish = "stop";
+                break;
+            }
+            generated += 1;
+            let text = utf8.push(&vocab.token_to_piece(token, false, None));
+            let shown = scanner.push(&text);
+            if limits.stream {
+                job.progress.delta(shown);
+            }
+            if scanner.stopped() {
+                finish = "stop";
+                break;
+            }
+            if generated == max_tokens {
+                break;
+            }
+            self.batch.clear();
+            self.batch
+                .add(token, position, &[0], true)
+                .map_err(|error| self.other(format!("could not queue a token: {error}")))?;
+            position += 1;
+            self.context
+                .decode(&mut self.batch)
+                .map_err(|error| self.other(format!("generation failed: {error}")))?;
+        }
+        if !scanner.stopped() {
+            let rest = scanner.finish().to_owned();
+            if limits.stream {
+                job.progress.delta(&rest);
+            }
+        }
+        Ok(Generation {
+            text: scanner.text().to_owned(),
+            prompt_tokens: tokens.len(),
+            generated: generated as usize,
+            max_tokens,
+            finish,
+            prompt_time,
+            generation_time: generating.elapsed(),
+        })
+    }
+
+    /// Tokens of the prompt, trimmed to `limit` the way the memory window trims:
+    /// the system prompt and the newest message stay, the oldest messages leave
+    /// first, and what is left starts with a player line.
+    fn fit(&mut self, prompt: &Prompt, limit: usize) -> Result<Vec<LlamaToken>, BackendError> {
+        let mut messages = prompt.messages.clone();
+        let first = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
+        let mut dropped = 0;
+        loop {
+            let mut text = self.render(&messages);
+            text.push_str(&prompt.prefill);
+            let tokens = self
+                .loaded
+                .model
+                .vocab()
+                .tokenize(text.as_bytes(), true, true);
+            if tokens.len() <= limit {
+                if dropped > 0 {
+                    tracing::warn!(
+                        target: crate::TELEMETRY_TARGET,
+                        backend = %self.name, dropped, limit,
+                        "the prompt did not fit the context; its oldest messages were left out"
+                    );
+                }
+                return Ok(tokens);
+            }
+            if messages.len() <= first + 1 {
+                return Err(BackendError::PromptTooLong {
+                    backend: self.name.clone(),
+                    prompt_tokens: tokens.len(),
+                    limit,
+                });
+            }
+            messages.remove(first);
+            dropped += 1;
+            while messages.len() > first + 1 && messages[first].role == Role::Assistant {
+                messages.remove(first);
+                dropped += 1;
+            }
+        }
+    }
+
+    fn render(&mut self, messages: &[PromptMessage]) -> String {
+        if let Some(template) = &self.loaded.template {
+            let chat: Result<Vec<_>, _> = messages
+                .iter()
+                .map(|m| {
+                    LlamaChatMessage::new(m.role.as_str().to_owned(), m.content.replace('\0', ""))
+                })
+                .collect();
+            if let Ok(chat) = chat {
+                match self.loaded.model.apply_chat_template(template, &chat, true) {
+                    Ok(text) => return text,
+                    Err(error) if !self.warned_template => {
+                        self.warned_template = true;
+                        tracing::warn!(
+                            target: crate::TELEMETRY_TARGET,
+                            backend = %self.name,
+                            "llama.cpp could not apply the model's chat template ({error}); using ChatML"
+                        );
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        chatml(messages)
+    }
+
+    /// Evaluates the prompt in batches, stopping early if the caller went away.
+    fn feed_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        reply: &oneshot::Sender<Result<ChatResponse, BackendError>>,
+    ) -> Result<(), BackendError> {
+        let chunk = self.context.n_batch().max(1) as usize;
+        let last = tokens.len().saturating_sub(1);
+        for (index, piece) in tokens.chunks(chunk).enumerate() {
+            if reply.is_closed() {
+                return Err(BackendError::Cancelled);
+            }
+            self.batch.clear();
+            for (offset, token) in piece.iter().enumerate() {
+                let position = index * chunk + offset;
+                self.batch
+                    .add(*token, position as i32, &[0], position == last)
+                    .map_err(|error| self.other(format!("could not queue the prompt: {error}")))?;
+            }
+            self.context
+                .decode(&mut self.batch)
+                .map_err(|error| self.other(format!("could not read the prompt: {error}")))?;
+        }
+        Ok(())
+    }
+
+    fn other(&self, reason: String) -> BackendError {
+        BackendError::Other(format!("{}: {reason}", self.name))
+    }
+}
+
+/// How one generation may run.
+struct Limits {
+    max_tokens: u32,
+    temperature: f32,
+    stops: Vec<String>,
+    stream: bool,
+}
+
+/// What one generation produced.
+struct Generation {
+    text: String,
+    prompt_tokens: usize,
+    generated: usize,
+    max_tokens: u32,
+    finish: &'static str,
+    prompt_time: Duration,
+    generation_time: Duration,
+}
+
+impl Generation {
+    /// Two generations of one request counted as one.
+    fn plus(self, other: Generation) -> Generation {
+        Generation {
+            text: other.text,
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            generated: self.generated + other.generated,
+            max_tokens: other.max_tokens,
+            finish: other.finish,
+            prompt_time: self.prompt_time + other.prompt_time,
+            generation_time: self.generation_time + other.generation_time,
+        }
+    }
+
+    fn stats(&self, purpose: Purpose) -> GenerationStats {
+        GenerationStats {
+            purpose,
+            prompt_tokens: self.prompt_tokens,
+            prompt_time: self.prompt_time,
+            generated_tokens: self.generated,
+            generation_time: self.generation_time,
+        }
+    }
+
+    fn response(&self, content: String) -> ChatResponse {
+        ChatResponse {
+            content,
+            usage: Some(TokenUsage {
+                prompt_tokens: self.prompt_tokens as u64,
+                completion_tokens: self.generated as u64,
+                cached_tokens: None,
+            }),
+            finish_reason: Some(self.finish.to_owned()),
+        }
+    }
+}
+
+/// Sampling for one request. Temperature 0 is greedy; otherwise the usual top-k,
+/// top-p and min-p cut-offs. A light repetition penalty keeps small models from
+/// looping on one phrase.
+fn sampler(temperature: f32, seed: Option<u32>, n_vocab: i32) -> LlamaSampler {
+    static NEXT_SEED: AtomicU32 = AtomicU32::new(0);
+    let seed = seed.unwrap_or_else(|| {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .subsec_nanos();
+        clock ^ NEXT_SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed)
+    });
+    let penalty = LlamaSampler::penalties(n_vocab, 64, 1.1, 0.0, 0.0);
+    if temperature <= 0.0 {
+        LlamaSampler::chain_simple([penalty, LlamaSampler::greedy()])
+    } else {
+        LlamaSampler::chain_simple([
+            penalty,
+            LlamaSampler::top_k(40),
+            LlamaSampler::top_p(0.95, 1),
+            LlamaSampler::min_p(0.05, 1),
+            LlamaSampler::temp(temperature),
+            LlamaSampler::dist(seed),
+        ])
+    }
+}
