@@ -105,11 +105,7 @@ fn the_model_loads_and_replies_through_the_plugin_with_deltas_adding_up() {
     h.wait_for_replies(1);
     let reply = &h.replies("echo7")[0];
     assert!(!reply.trim().is_empty());
-    let streamed: String = h
-        .inbox::<NpcReplyDelta>()
-        .iter()
-        .map(|d| d.delta.as_str())
-        .collect();
+    let streamed = h.streamed();
     assert!(h.inbox::<NpcReplyDelta>().len() > 1, "the reply streamed");
     assert_eq!(streamed.trim(), reply.as_str(), "the deltas add up");
 

@@ -121,11 +121,7 @@ fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     h.wait_for_summaries(1);
     let reply = &h.replies("echo7")[0];
     assert!(!reply.trim().is_empty());
-    let streamed: String = h
-        .inbox::<NpcReplyDelta>()
-        .iter()
-        .map(|d| d.delta.as_str())
-        .collect();
+    let streamed = h.streamed();
     assert_eq!(streamed.trim(), reply.as_str());
     let summary = h.summary("echo7");
     assert!(!summary.is_empty());

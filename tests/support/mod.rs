@@ -140,6 +140,14 @@ impl Harness {
             .prompt(log)
     }
 
+    /// Every streamed delta so far, joined: what a typewriter UI showed.
+    pub fn streamed(&self) -> String {
+        self.inbox::<NpcReplyDelta>()
+            .iter()
+            .map(|d| d.delta.as_str())
+            .collect()
+    }
+
     pub fn summary(&self, npc: &str) -> String {
         let contexts = self.app.world().resource::<ContextMemoryManager>();
         contexts

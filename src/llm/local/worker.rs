@@ -55,6 +55,21 @@ fn llama(logs: bool) -> Result<&'static LlamaBackend, String> {
         .map_err(Clone::clone)
 }
 
+/// Marks the model failed and answers every request with why, until every handle
+/// to the backend is gone, so nothing waits forever on a model that will never come.
+fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Job>, reason: String) {
+    tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
+    shared.set_status(ModelStatus::Failed {
+        reason: reason.clone(),
+    });
+    for job in jobs {
+        let _ = job.reply.send(Err(BackendError::ModelUnavailable {
+            backend: name.to_owned(),
+            reason: reason.clone(),
+        }));
+    }
+}
+
 /// The worker's loop. Returns when every handle to the backend is gone.
 pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, jobs: Receiver<Job>) {
     let started = Instant::now();
@@ -62,37 +77,11 @@ pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, job
         .unwrap_or_else(|_| Err("loading the model panicked".to_owned()));
     let model = match loaded {
         Ok(model) => model,
-        Err(reason) => {
-            tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
-            shared.set_status(ModelStatus::Failed {
-                reason: reason.clone(),
-            });
-            // Requests keep being answered, so nothing waits forever on a model
-            // that will never come.
-            for job in jobs {
-                let _ = job.reply.send(Err(BackendError::ModelUnavailable {
-                    backend: name.clone(),
-                    reason: reason.clone(),
-                }));
-            }
-            return;
-        }
+        Err(reason) => return fail_every_request(&name, &shared, jobs, reason),
     };
     let mut engine = match Engine::new(&model, &config, name.clone()) {
         Ok(engine) => engine,
-        Err(reason) => {
-            tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
-            shared.set_status(ModelStatus::Failed {
-                reason: reason.clone(),
-            });
-            for job in jobs {
-                let _ = job.reply.send(Err(BackendError::ModelUnavailable {
-                    backend: name.clone(),
-                    reason: reason.clone(),
-                }));
-            }
-            return;
-        }
+        Err(reason) => return fail_every_request(&name, &shared, jobs, reason),
     };
     let load_time = started.elapsed();
     tracing::info!(
