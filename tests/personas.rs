@@ -171,3 +171,13 @@ fn a_persona_switches_memory_features_for_its_npc_alone() {
         "unknown switches are refused"
     );
 }
+
+#[test]
+fn the_bunker_robot_persona_switches_on_layered_memory_from_its_file() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn_from_file("rusty", "npcs/rusty.npc.ron");
+    let contexts = h.app.world().resource::<ContextMemoryManager>();
+    let features = contexts.get(&NpcId::new("rusty")).unwrap().features();
+    assert!(features.recall.enabled && features.facts.enabled && features.segments.enabled);
+    assert_eq!(features.budget.max_tokens, Some(1500));
+}
