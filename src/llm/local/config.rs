@@ -57,6 +57,10 @@ pub struct LocalLlmConfig {
     pub context_size: NonZeroU32,
     /// CPU threads for inference. The default leaves one core for the game.
     pub threads: u32,
+    /// Nice value of the inference threads on Linux (0 = as the game, 19 = lowest).
+    /// The default, 10, lets the game's threads win a contended core, so frames stay
+    /// smooth while the model generates; generation slows only when the CPU is busy.
+    pub inference_niceness: i32,
     /// Most tokens per reply.
     pub max_tokens: u32,
     /// Most tokens per summary.
@@ -88,6 +92,7 @@ impl LocalLlmConfig {
             model_path: model_path.into(),
             context_size: NonZeroU32::new(4096).expect("non-zero"),
             threads: default_threads(),
+            inference_niceness: 10,
             max_tokens: 256,
             summary_max_tokens: 96,
             temperature: 0.7,

@@ -434,6 +434,9 @@ mod tests {
                 .collect(),
             player_name: "Player".into(),
             npc_name: "ECHO-7".into(),
+            segments: Vec::new(),
+            wants_facts: false,
+            covered: 0..lines.len() as u64,
         }
     }
 

@@ -55,6 +55,24 @@ fn llama(logs: bool) -> Result<&'static LlamaBackend, String> {
         .map_err(Clone::clone)
 }
 
+/// Lowers this thread's priority; llama.cpp's own threads inherit it. Only Linux
+/// has per-thread nice values; elsewhere this does nothing.
+#[cfg(target_os = "linux")]
+fn yield_to_the_game(niceness: i32) {
+    if niceness <= 0 {
+        return;
+    }
+    // SAFETY: `setpriority` takes plain integers and touches no memory of ours; on
+    // Linux, PRIO_PROCESS with id 0 names the calling thread only.
+    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, niceness.min(19)) };
+    if result != 0 {
+        tracing::debug!("could not lower the inference thread's priority");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn yield_to_the_game(_niceness: i32) {}
+
 /// Marks the model failed and answers every request with why, until every handle
 /// to the backend is gone, so nothing waits forever on a model that will never come.
 fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Job>, reason: String) {
@@ -72,6 +90,7 @@ fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Job>, reason: 
 
 /// The worker's loop. Returns when every handle to the backend is gone.
 pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, jobs: Receiver<Job>) {
+    yield_to_the_game(config.inference_niceness);
     let started = Instant::now();
     let loaded = catch_unwind(AssertUnwindSafe(|| load(&config)))
         .unwrap_or_else(|_| Err("loading the model panicked".to_owned()));
@@ -232,8 +251,12 @@ impl<'m> Engine<'m> {
 
     fn answer(&mut self, job: &Job) -> Result<(ChatResponse, GenerationStats), BackendError> {
         let request = &job.request;
+        // The compact form answers plain folds only: a request for fact JSON or a
+        // compaction of segments needs the request's own instructions.
         if let RequestKind::Summary(input) = &request.kind
             && self.config.summary_form == SummaryForm::Compact
+            && !input.wants_facts
+            && input.segments.is_empty()
         {
             return self.compact_summary(job, input);
         }
