@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! bash scripts/fetch-model.sh
-//! cargo run --release --features local-llm --example local_bench [-- --model PATH] [--frames N]
+//! cargo run --release --features local-llm --example local_bench [-- --model PATH] [--frames N] [--niceness N]
 //! ```
 //!
 //! - **Load**: a fresh backend per run, from `LocalLlmBackend::new` until the worker
@@ -32,6 +32,7 @@ const GAME_WORK: Duration = Duration::from_millis(1);
 fn main() {
     let mut model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH);
     let mut frames = 1_800;
+    let mut niceness = LocalLlmConfig::new("").inference_niceness;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         match flag.as_str() {
@@ -41,6 +42,12 @@ fn main() {
                     .next()
                     .and_then(|n| n.parse().ok())
                     .expect("--frames needs a number")
+            }
+            "--niceness" => {
+                niceness = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--niceness needs a number")
             }
             other => panic!("unknown argument {other:?}"),
         }
@@ -72,9 +79,9 @@ fn main() {
         );
     }
 
-    let (idle, busy, tokens) = frame_times(&model, frames);
+    let (idle, busy, tokens) = frame_times(&model, frames, niceness);
     println!(
-        "frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread):",
+        "frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread at nice {niceness}):",
         millis(GAME_WORK)
     );
     println!(
@@ -209,11 +216,16 @@ fn keep_talking(
 #[derive(Resource)]
 struct Talking(bool);
 
-fn frame_times(model: &std::path::Path, frames: usize) -> (Vec<Duration>, Vec<Duration>, usize) {
-    let config = LocalLlmConfig::new(model)
+fn frame_times(
+    model: &std::path::Path,
+    frames: usize,
+    niceness: i32,
+) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let mut config = LocalLlmConfig::new(model)
         .with_threads(1)
         .with_max_tokens(256)
         .with_stop([""; 0]);
+    config.inference_niceness = niceness;
     let backend = LocalLlmBackend::new(config).expect("worker starts");
     backend.wait_until_loaded(Duration::from_secs(120));
     let mut app = App::new();
