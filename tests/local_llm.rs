@@ -146,16 +146,7 @@ fn a_summary_completes_and_reaches_the_next_system_prompt() {
     h.settle();
     drop(h);
     let events = read_trace(&trace);
-    let next_reply = events
-        .iter()
-        .find(|e| {
-            e["event"] == "request"
-                && e["purpose"] == "reply"
-                && e["messages"].as_array().unwrap().last().unwrap()["content"]
-                    == "What is my name?"
-        })
-        .expect("the second reply request is traced");
-    let system = next_reply["messages"][0]["content"].as_str().unwrap();
+    let system = support::traced_system_prompt(&events, "What is my name?");
     assert!(
         system.ends_with(&format!("[Previously]: {summary}")),
         "the summary is in the next system prompt: {system}"

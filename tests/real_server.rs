@@ -141,15 +141,7 @@ fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     let requests: Vec<&serde_json::Value> =
         events.iter().filter(|e| e["event"] == "request").collect();
     assert_eq!(requests[1]["purpose"], "summary");
-    let next_reply = requests
-        .iter()
-        .find(|r| {
-            r["purpose"] == "reply"
-                && r["messages"].as_array().unwrap().last().unwrap()["content"]
-                    == "What is my name?"
-        })
-        .expect("the second reply request is traced");
-    let system = next_reply["messages"][0]["content"].as_str().unwrap();
+    let system = support::traced_system_prompt(&events, "What is my name?");
     assert!(
         system.ends_with(&format!("[Previously]: {summary}")),
         "the summary is in the next system prompt: {system}"

@@ -264,6 +264,22 @@ pub fn persona(name: &str) -> Persona {
     Persona::new(name, format!("You are {name}."))
 }
 
+/// The system prompt of the traced reply request whose last message is `line`.
+pub fn traced_system_prompt(events: &[serde_json::Value], line: &str) -> String {
+    let request = events
+        .iter()
+        .find(|e| {
+            e["event"] == "request"
+                && e["purpose"] == "reply"
+                && e["messages"].as_array().unwrap().last().unwrap()["content"] == line
+        })
+        .unwrap_or_else(|| panic!("no traced reply request for {line:?}"));
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// Reads a JSON-lines trace file.
 pub fn read_trace(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
