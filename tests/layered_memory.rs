@@ -106,7 +106,12 @@ fn a_changed_goal_marks_the_old_one_outdated_with_its_evidence() {
                 {"key": "current_goal", "value": "reach the radio room", "evidence": [2]}]}
             ```"#,
         );
-    let mut h = Harness::new(seed_sized(backend).with_features(facts_on()));
+    let trace = temp_dir("facts-trace").join("trace.jsonl");
+    let mut h = Harness::new(
+        seed_sized(backend)
+            .with_features(facts_on())
+            .with_trace_file(&trace),
+    );
     h.spawn("echo7", persona("ECHO-7"));
 
     h.say("echo7", "I'm Alex, I need to fix the power system.");
@@ -137,6 +142,22 @@ fn a_changed_goal_marks_the_old_one_outdated_with_its_evidence() {
     );
     assert!(!system.contains("fix the power system"), "{system}");
     assert_eq!(h.summary("echo7"), "Alex now heads for the radio room.");
+
+    drop(h);
+    let updates: Vec<_> = support::read_trace(&trace)
+        .into_iter()
+        .filter(|e| e["event"] == "summary_updated")
+        .collect();
+    assert_eq!(updates.len(), 2);
+    let changes = updates[1]["fact_changes"]
+        .as_array()
+        .expect("fact changes are traced");
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("reach the radio room")),
+        "{changes:?}"
+    );
 }
 
 #[test]

@@ -52,14 +52,7 @@ fn config(path: PathBuf) -> LocalLlmConfig {
 }
 
 fn harness(backend: LocalLlmBackend, trace: Option<&std::path::Path>) -> Harness {
-    let mut settings = NpcMemorySettings {
-        request_timeout: Duration::from_secs(120),
-        ..Default::default()
-    };
-    settings.memory = MemoryConfig {
-        summary_threshold: Some(2),
-        ..MemoryConfig::with_window(4)
-    };
+    let settings = support::slow_model_settings();
     let mut plugin = NpcMemoryPlugin::default()
         .with_backend(backend)
         .with_settings(settings);

@@ -99,14 +99,7 @@ fn the_backend_speaks_the_protocol_streaming_and_not() {
 fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     let Some(url) = server_url() else { return };
     let trace = std::env::temp_dir().join(format!("real-server-{}.jsonl", std::process::id()));
-    let mut settings = NpcMemorySettings {
-        request_timeout: Duration::from_secs(120),
-        ..Default::default()
-    };
-    settings.memory = MemoryConfig {
-        summary_threshold: Some(2),
-        ..MemoryConfig::with_window(4)
-    };
+    let settings = support::slow_model_settings();
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(backend(&url))

@@ -259,6 +259,20 @@ pub fn layered_scene() -> Harness {
     h
 }
 
+/// Settings for a real model on this machine: the seed's window 4 and threshold 2,
+/// and a request timeout long enough for a slow CPU.
+pub fn slow_model_settings() -> NpcMemorySettings {
+    let mut settings = NpcMemorySettings {
+        request_timeout: Duration::from_secs(120),
+        ..Default::default()
+    };
+    settings.memory = MemoryConfig {
+        summary_threshold: Some(2),
+        ..MemoryConfig::with_window(4)
+    };
+    settings
+}
+
 /// A persona for tests that do not care about wording.
 pub fn persona(name: &str) -> Persona {
     Persona::new(name, format!("You are {name}."))
