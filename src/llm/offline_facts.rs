@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::memory::{Role, SummaryInput};
+use crate::memory::{Role, SummaryInput, strip_prefix_ignoring_case};
 
 /// Patterns that introduce the player's name, then those that introduce a goal.
 const NAME_CUES: &[&str] = &["my name is ", "call me ", "我叫", "我的名字是"];
@@ -36,16 +36,13 @@ pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String
     json!({"summary": digest, "facts": facts}).to_string()
 }
 
-/// The text after the first cue found, matching case-insensitively.
+/// The text after the first cue found (the first cue in `cues` order that occurs),
+/// matching case-insensitively.
 fn after_cue<'a>(text: &'a str, cues: &[&str]) -> Option<&'a str> {
-    let lower = text.to_lowercase();
-    // Lower-casing can change byte lengths outside ASCII; only trust positions when
-    // it did not.
-    if lower.len() != text.len() {
-        return None;
-    }
-    cues.iter()
-        .find_map(|cue| lower.find(cue).map(|at| &text[at + cue.len()..]))
+    cues.iter().find_map(|cue| {
+        text.char_indices()
+            .find_map(|(start, _)| strip_prefix_ignoring_case(&text[start..], cue))
+    })
 }
 
 fn first_word(text: &str) -> Option<String> {
@@ -111,6 +108,32 @@ mod tests {
         assert_eq!(value["facts"][0]["evidence"][0], 10);
         assert_eq!(value["facts"][1]["value"], "fix the power system");
         assert_eq!(value["facts"][1]["evidence"][0], 11);
+    }
+
+    #[test]
+    fn case_changes_that_shift_byte_offsets_are_safe() {
+        // "ẞ" lower-cases to the shorter "ß", "Ⱥ" to the longer "ⱥ": the line's length is
+        // unchanged, but every offset in between moves.
+        let reply = summary_with_facts("d".into(), &input(&["ẞ我叫小明Ⱥ", "İ MY NAME IS Zoë"]));
+        let value: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(value["facts"][0]["value"], "小明Ⱥ");
+        assert_eq!(value["facts"][1]["value"], "Zoë");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_line_is_searched_without_panicking(
+            before in "\\PC{0,12}",
+            cue in proptest::sample::select(vec!["My Name Is ", "我叫", "I NEED TO ", "call me "]),
+            after in "\\PC{0,12}",
+        ) {
+            let line = format!("{before}{cue}{after}");
+            let reply = summary_with_facts("d".into(), &input(&[&line]));
+            let value: Value = serde_json::from_str(&reply).unwrap();
+            let found = !value["facts"].as_array().unwrap().is_empty();
+            let answerable = after.chars().next().is_some_and(char::is_alphanumeric);
+            proptest::prop_assert!(found || !answerable, "no fact in {line:?}");
+        }
     }
 
     #[test]

@@ -10,8 +10,10 @@ use super::assembly::AssembledPrompt;
 use super::config::{MemoryFeatures, SummaryStyle};
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
+use super::quote::quote;
 use super::recall::RecallIndex;
 use super::segments::Segments;
+use super::text::{normalize_line_breaks, one_line, strip_prefix_ignoring_case};
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -330,18 +332,26 @@ impl ContextMemory {
                 self.max_summary_chars
             ));
         }
-        Ok(Arc::from(text))
+        if self.features.any() {
+            // Quoted whole wherever it is placed, so its lines are data already.
+            return Ok(Arc::from(text));
+        }
+        Ok(neutralize_summary(text, &self.persona))
     }
 }
 
 /// `persona + "\n\n" + label + summary`, or the persona alone before any summary.
+/// A summary line that would read as a transcript turn or as the label is quoted
+/// (see the crate's guarantees); ordinary summaries are placed exactly as given.
 pub fn compose_system_prompt(persona: &PersonaPrompt, summary: &str) -> Arc<str> {
     if summary.is_empty() {
         return persona.text.clone();
     }
     Arc::from(format!(
         "{}\n\n{}{}",
-        persona.text, persona.style.label, summary
+        persona.text,
+        persona.style.label,
+        neutralize_summary(summary, persona)
     ))
 }
 
@@ -359,7 +369,65 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
         }
         out.push_str(speaker);
         out.push_str(": ");
-        out.push_str(&message.content);
+        // One line per message: a line break inside a message would let it forge a
+        // turn of another speaker, or the summary label, for the summarizer to copy.
+        out.push_str(&one_line(&message.content));
     }
     out
+}
+
+/// A summary made safe to follow the label in the system prompt. Its lines stay
+/// lines, but a line that starts a new line of the prompt and reads as a transcript
+/// turn (`ECHO-7: ...`, `Player: ...`, `System: ...`) or as the label itself is
+/// quoted as data: the NPC's own prompt must never show words the NPC did not say
+/// as its turn, nor a second summary. The first line follows the label on the
+/// label's own line, so it cannot pose as either. Ordinary summaries come back
+/// unchanged.
+pub(crate) fn neutralize_summary(summary: &str, persona: &PersonaPrompt) -> Arc<str> {
+    let normalized = normalize_line_breaks(summary);
+    let forged =
+        |(number, line): &(usize, &str)| *number > 0 && reads_as_turn_or_label(line, persona);
+    if !normalized.split('\n').enumerate().any(|line| forged(&line)) {
+        return Arc::from(normalized);
+    }
+    let lines: Vec<String> = normalized
+        .split('\n')
+        .enumerate()
+        .map(|numbered| {
+            let line = numbered.1;
+            if forged(&numbered) {
+                quote(line.trim())
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    Arc::from(lines.join("\n"))
+}
+
+fn reads_as_turn_or_label(line: &str, persona: &PersonaPrompt) -> bool {
+    let line = line.trim_start();
+    let label = persona
+        .style
+        .label
+        .trim()
+        .trim_end_matches([':', '：'])
+        .trim_end();
+    if !label.is_empty() && strip_prefix_ignoring_case(line, label).is_some() {
+        return true;
+    }
+    let speakers = [
+        persona.style.player_name.as_str(),
+        persona.name.as_str(),
+        "System",
+        "User",
+        "Assistant",
+    ];
+    speakers
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .any(|speaker| {
+            strip_prefix_ignoring_case(line, speaker.trim())
+                .is_some_and(|rest| rest.trim_start().starts_with([':', '：']))
+        })
 }

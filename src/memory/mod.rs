@@ -22,6 +22,7 @@ mod pipeline;
 mod quote;
 mod recall;
 mod segments;
+mod text;
 mod tokens;
 mod window;
 
@@ -62,3 +63,5 @@ pub use tokens::{
     MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
 };
 pub use window::RollingWindow;
+
+pub(crate) use text::{shorten_to_chars, strip_prefix_ignoring_case};

@@ -3,6 +3,7 @@
 
 use crate::memory::config::PromptLanguage;
 use crate::memory::message::{ChatMessage, Role};
+use crate::memory::text::one_line;
 
 /// Appended to the summarizer's instruction when facts are on. It replaces "reply
 /// with the summary only" by the JSON reply that
@@ -53,19 +54,8 @@ pub fn indexed_transcript(messages: &[ChatMessage], player_name: &str, npc_name:
         if !out.is_empty() {
             out.push('\n');
         }
-        let text: String = message
-            .content
-            .chars()
-            .map(|ch| if is_line_break(ch) { ' ' } else { ch })
-            .collect();
+        let text = one_line(&message.content);
         out.push_str(&format!("#{} {speaker}: {text}", message.index));
     }
     out
-}
-
-fn is_line_break(ch: char) -> bool {
-    matches!(
-        ch,
-        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-    )
 }

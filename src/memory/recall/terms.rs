@@ -107,7 +107,7 @@ fn normalize_word(word: &mut String) {
 /// Harman's "S" stemmer: plural rules, nothing more aggressive. (Its "-es → -e"
 /// rule is the same as dropping the "s", so it needs no branch of its own.)
 fn strip_plural(word: &mut String) {
-    if word.len() < 4 {
+    if letters(word) < 4 {
         return;
     }
     if word.ends_with("ies") && !word.ends_with("eies") && !word.ends_with("aies") {
@@ -123,21 +123,32 @@ fn strip_plural(word: &mut String) {
 /// drops a final "e" so "make" and "making" meet. Questions ask "did you paint"
 /// about a line that said "I painted"; plural folding alone misses that. Irregular
 /// forms ("went", "go") stay apart: only a dictionary could join them.
+///
+/// Lengths count letters, not bytes, and only an ASCII consonant is undoubled: the
+/// UTF-8 of many letters ends in two equal bytes ("त" is E0 A4 A4), which must never
+/// look like "tt".
 fn strip_verb_ending(word: &mut String) {
     for ending in ["ing", "ed"] {
-        if word.len() >= ending.len() + 3 && word.ends_with(ending) {
+        if letters(word) >= ending.len() + 3 && word.ends_with(ending) {
             word.truncate(word.len() - ending.len());
-            let bytes = word.as_bytes();
-            let last = bytes[bytes.len() - 1];
-            if last == bytes[bytes.len() - 2] && !matches!(last, b'l' | b's' | b'z') {
-                word.truncate(word.len() - 1);
+            let mut tail = word.chars().rev();
+            if let (Some(last), Some(before)) = (tail.next(), tail.next())
+                && last == before
+                && last.is_ascii()
+                && !matches!(last, 'l' | 's' | 'z')
+            {
+                word.pop();
             }
             break;
         }
     }
-    if word.len() > 3 && word.ends_with('e') {
-        word.truncate(word.len() - 1);
+    if letters(word) > 3 && word.ends_with('e') {
+        word.pop();
     }
+}
+
+fn letters(word: &str) -> usize {
+    word.chars().count()
 }
 
 /// Porter-like derivational suffixes, longest first, stripped when a stem of at
@@ -149,7 +160,7 @@ fn strip_derivation(word: &mut String) {
         "ation", "ness", "ment", "ity", "ful", "ous", "ive", "ion", "al", "ly",
     ];
     for suffix in SUFFIXES {
-        if word.len() >= suffix.len() + 4 && word.ends_with(suffix) {
+        if letters(word) >= suffix.len() + 4 && word.ends_with(suffix) {
             word.truncate(word.len() - suffix.len());
             return;
         }
@@ -421,6 +432,36 @@ mod tests {
     #[test]
     fn full_width_latin_is_ascii() {
         assert_eq!(terms("ＡＢＣ１２３"), ["abc123"]);
+    }
+
+    #[test]
+    fn letters_ending_in_two_equal_bytes_keep_their_verb_ending_safely() {
+        // "त" is E0 A4 A4 and "ம" E0 AE AE in UTF-8: their last two bytes are equal,
+        // which once looked like a doubled consonant and cut the letter in half.
+        assert_eq!(terms("तed"), ["तed"]);
+        assert_eq!(terms("मing"), ["मing"]);
+        assert_eq!(terms("कततed"), ["कतत"]);
+        assert_eq!(terms("மமமing ᄀᄀᄀed"), ["மமம", "ᄀᄀᄀ"]);
+        // A doubled non-ASCII letter is not an English doubled consonant.
+        assert_eq!(terms("éééed"), ["ééé"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_yields_short_terms_without_panicking(text in "\\PC{0,64}") {
+            for_each_term(&text, |term| {
+                assert!(!term.is_empty());
+                assert!(term.len() <= MAX_WORD_BYTES, "{term:?}");
+            });
+        }
+
+        #[test]
+        fn any_word_with_an_english_ending_is_safe(
+            stem in "\\PC{1,6}",
+            ending in proptest::sample::select(vec!["ed", "ing", "s", "es", "ies", "'s", "ation", "ly", "e"]),
+        ) {
+            for_each_term(&format!("{stem}{ending} {stem}{stem}{ending}"), |_| {});
+        }
     }
 
     #[test]

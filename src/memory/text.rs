@@ -1,0 +1,109 @@
+//! Character-safe text helpers shared by the core and the backends: every cut and
+//! every comparison here works on whole characters, never on byte offsets found in
+//! another string.
+
+/// Whether `ch` ends a line for a reader: the ASCII breaks and Unicode's next-line,
+/// line and paragraph separators.
+pub(crate) fn is_line_break(ch: char) -> bool {
+    matches!(
+        ch,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// `text` on one line: every line break becomes a space, so a message cannot start
+/// a line (and pose as a speaker) of its own inside a transcript.
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|ch| if is_line_break(ch) { ' ' } else { ch })
+        .collect()
+}
+
+/// `text` with `\r\n` and every other line break as `\n`, so that the lines a
+/// model would see are exactly the lines `str::lines` yields.
+pub(crate) fn normalize_line_breaks(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .chars()
+        .map(|ch| if is_line_break(ch) { '\n' } else { ch })
+        .collect()
+}
+
+/// The rest of `text` after `prefix`, compared without regard to case. Compared a
+/// character at a time: lower-casing a whole string changes byte lengths ("ẞ" is
+/// three bytes, "ß" two), so an offset found in a lower-cased copy is not an offset
+/// in the original.
+pub(crate) fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let wanted: Vec<char> = prefix.chars().flat_map(char::to_lowercase).collect();
+    if wanted.is_empty() {
+        return Some(text);
+    }
+    let mut matched = 0;
+    for (at, ch) in text.char_indices() {
+        for lower in ch.to_lowercase() {
+            if wanted.get(matched) != Some(&lower) {
+                return None;
+            }
+            matched += 1;
+        }
+        if matched == wanted.len() {
+            return Some(&text[at + ch.len_utf8()..]);
+        }
+    }
+    None
+}
+
+/// `text` cut to at most `max_chars` characters, with `…` marking a cut. Text from
+/// outside (error messages, model output kept in a save) goes through this before
+/// it is stored, so nothing a server sends can grow a save without bound.
+pub(crate) fn shorten_to_chars(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max_chars) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => {
+            let keep = text[..cut].char_indices().nth(max_chars.saturating_sub(1));
+            let end = keep.map_or(0, |(at, _)| at);
+            std::borrow::Cow::Owned(format!("{}…", &text[..end]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn prefixes_match_across_case_changes_that_change_byte_lengths() {
+        assert_eq!(strip_prefix_ignoring_case("ẞig", "ß"), Some("ig"));
+        assert_eq!(
+            strip_prefix_ignoring_case("ECHO-7: hi", "echo-7"),
+            Some(": hi")
+        );
+        assert_eq!(strip_prefix_ignoring_case("Ⱥb", "ⱥ"), Some("b"));
+        assert_eq!(strip_prefix_ignoring_case("ab", "abc"), None);
+        // "İ" lower-cases to two characters; half of it is no match.
+        assert_eq!(strip_prefix_ignoring_case("İx", "i"), None);
+        assert_eq!(strip_prefix_ignoring_case("İx", "i\u{307}"), Some("x"));
+    }
+
+    #[test]
+    fn shortening_counts_characters_and_marks_the_cut() {
+        assert_eq!(shorten_to_chars("héllo", 10), "héllo");
+        assert_eq!(shorten_to_chars("héllo", 5), "héllo");
+        assert_eq!(shorten_to_chars("héllo", 3), "hé…");
+        assert_eq!(shorten_to_chars("👩‍👩‍👧", 2), "👩…");
+        assert_eq!(shorten_to_chars("abc", 0), "…");
+    }
+
+    proptest! {
+        #[test]
+        fn helpers_never_panic_and_keep_their_promises(text in "\\PC{0,40}", prefix in "\\PC{0,4}", max in 0usize..50) {
+            let _ = strip_prefix_ignoring_case(&text, &prefix);
+            let short = shorten_to_chars(&text, max);
+            prop_assert!(short.chars().count() <= max.max(1));
+            prop_assert!(!one_line(&text).chars().any(is_line_break));
+            let normalized = normalize_line_breaks(&text);
+            prop_assert!(!normalized.chars().any(|c| c != '\n' && is_line_break(c)));
+        }
+    }
+}
