@@ -3,7 +3,7 @@
 mod support;
 
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{Degradation, Role};
+use bevy_npc_memory::{ChatRequest, Degradation, Role};
 use support::{Harness, persona, seed_sized};
 
 fn down() -> BackendError {
@@ -117,4 +117,81 @@ fn a_dead_summarizer_past_the_hard_cap_reports_every_dropped_message() {
         "every message out of the window was reported"
     );
     assert!(h.summary("echo7").is_empty());
+}
+
+/// A backend with a bug: the first reply panics inside its future, the second in
+/// `complete` itself, and every summary panics. Later replies work.
+struct PanickyBackend {
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl ChatBackend for PanickyBackend {
+    fn name(&self) -> &str {
+        "panicky"
+    }
+
+    fn complete(
+        &self,
+        request: ChatRequest,
+        _progress: bevy_npc_memory::Progress,
+    ) -> bevy_npc_memory::BackendFuture {
+        if request.purpose() == Purpose::Summary {
+            return Box::pin(async { panic!("summaries are broken") });
+        }
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        match call {
+            0 => Box::pin(async {
+                let seconds = 1e20_f64;
+                // The bug the HTTP backend once had: an unchecked Retry-After.
+                let _ = std::time::Duration::from_secs_f64(seconds);
+                unreachable!()
+            }),
+            1 => panic!("the reply could not even start"),
+            _ => Box::pin(async { Ok(ChatResponse::text("Still here.")) }),
+        }
+    }
+}
+
+#[test]
+fn a_panicking_backend_fails_the_request_and_the_npc_keeps_working() {
+    let backend = PanickyBackend {
+        calls: Default::default(),
+    };
+    let mut h = Harness::new(seed_sized(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+
+    for (attempt, line) in ["first", "second"].into_iter().enumerate() {
+        h.say("echo7", line);
+        h.wait_for::<NpcReplyFailed>(attempt + 1);
+        let failure = &h.inbox::<NpcReplyFailed>()[attempt];
+        let ReplyError::Backend(BackendError::Panicked { backend, message }) = &failure.error
+        else {
+            panic!("expected a caught panic, got {failure:?}");
+        };
+        assert_eq!(backend, "panicky");
+        assert!(!message.is_empty());
+        // The line was taken, so it is in the log.
+        assert_eq!(failure.unrecorded_line, None);
+        assert_eq!(
+            h.log("echo7").last().unwrap(),
+            &(Role::User, line.to_owned())
+        );
+    }
+
+    // Two player lines reached the threshold: the summary panics twice and degrades,
+    // while the next reply works.
+    h.say("echo7", "third");
+    h.wait_for_replies(1);
+    assert_eq!(h.replies("echo7"), ["Still here."]);
+    h.run_until("the panicking summary degrades", |w| {
+        !w.resource::<support::Inbox<NpcMemoryDegraded>>()
+            .0
+            .is_empty()
+    });
+    let degraded = &h.inbox::<NpcMemoryDegraded>()[0].degradation;
+    assert!(
+        matches!(degraded, Degradation::SummaryFailed { reason, .. } if reason.contains("summaries are broken")),
+        "{degraded:?}"
+    );
+    h.settle();
 }

@@ -89,11 +89,16 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
     backend
         .push(Purpose::Reply, ScriptStep::Hang)
         .push_reply("fresh start");
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
     h.spawn("echo7", persona("ECHO-7"));
     h.say("echo7", "first");
     h.say("echo7", "second");
-    h.app.update();
+    // The request runs on another thread; until the backend has taken it, a clear
+    // cancels it before it starts and the hanging step would answer the next line.
+    let taken = backend.clone();
+    h.run_until("the backend takes the first line", move |_| {
+        taken.requests_for(Purpose::Reply).len() == 1
+    });
     h.app.world_mut().write_message(ClearNpcMemory {
         npc: NpcId::new("echo7"),
     });

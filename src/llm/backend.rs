@@ -212,6 +212,15 @@ pub enum BackendError {
         /// The limit.
         max_tokens: u32,
     },
+    /// The backend panicked while answering. The plugin caught it, so the NPC keeps
+    /// working; the backend has a bug worth reporting.
+    #[error("{backend} panicked: {message}")]
+    Panicked {
+        /// The backend's name.
+        backend: String,
+        /// The panic's message, shortened.
+        message: String,
+    },
     /// The request was cancelled, for example because the NPC's memory was cleared.
     #[error("the request was cancelled")]
     Cancelled,

@@ -1,7 +1,11 @@
 //! The async task bridge: backend requests run on a tokio runtime, results come back
 //! over a channel that a system drains. Nothing here blocks the frame.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
@@ -10,8 +14,10 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::AbortHandle;
 
-use crate::llm::{BackendError, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose};
-use crate::memory::{NpcId, SummaryJobId};
+use crate::llm::{
+    BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
+};
+use crate::memory::{NpcId, SummaryJobId, shorten_to_chars};
 
 /// Identifies one backend request, so results of cancelled requests are recognised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -150,7 +156,7 @@ impl LlmBridge {
             // The semaphore is never closed, so acquiring only waits.
             let _slot = slots.acquire_owned().await;
             let started = Instant::now();
-            let call = backend.complete(request, progress.clone());
+            let call = CatchPanic::call(&*backend, request, progress.clone());
             let result = match tokio::time::timeout(timeout, call).await {
                 Ok(result) => result,
                 Err(_) => Err(BackendError::Timeout {
@@ -189,5 +195,69 @@ impl Drop for LlmBridge {
             // closing the game never hangs on a slow server.
             runtime.shutdown_background();
         }
+    }
+}
+
+/// A backend call whose panics become [`BackendError::Panicked`]. Without it, a
+/// panic would end the task before it reports, and the NPC would wait for that
+/// reply for the rest of the session.
+struct CatchPanic {
+    backend: String,
+    future: Option<BackendFuture>,
+}
+
+/// Longest panic message kept in an error, in characters.
+const MAX_PANIC_MESSAGE_CHARS: usize = 300;
+
+impl CatchPanic {
+    /// Starts the call, catching a panic in `complete` itself as well as in the
+    /// future it returns.
+    fn call(backend: &dyn ChatBackend, request: ChatRequest, progress: Progress) -> Self {
+        let name = backend.name().to_owned();
+        let started =
+            std::panic::catch_unwind(AssertUnwindSafe(|| backend.complete(request, progress)));
+        let future = started.unwrap_or_else(|payload| {
+            let error = panicked(&name, payload.as_ref());
+            Box::pin(std::future::ready(Err(error)))
+        });
+        Self {
+            backend: name,
+            future: Some(future),
+        }
+    }
+}
+
+impl Future for CatchPanic {
+    type Output = Result<ChatResponse, BackendError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(future) = self.future.as_mut() else {
+            return Poll::Ready(Err(BackendError::Cancelled));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => {
+                // A future that panicked must not be polled again.
+                self.future = None;
+                Poll::Ready(Err(panicked(&self.backend, payload.as_ref())))
+            }
+        }
+    }
+}
+
+fn panicked(backend: &str, payload: &(dyn std::any::Any + Send)) -> BackendError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    tracing::error!(
+        target: crate::TELEMETRY_TARGET,
+        backend, message = %shorten_to_chars(&message, MAX_PANIC_MESSAGE_CHARS),
+        "a backend panicked; the request failed and the NPC keeps working"
+    );
+    BackendError::Panicked {
+        backend: backend.to_owned(),
+        message: shorten_to_chars(&message, MAX_PANIC_MESSAGE_CHARS).into_owned(),
     }
 }
