@@ -309,3 +309,40 @@ fn usage_figures_reach_the_resource_and_bevy_diagnostics() {
         "a latency measurement was recorded"
     );
 }
+
+#[test]
+fn an_npc_the_loaded_save_does_not_hold_starts_fresh_and_answers() {
+    let dir = support::temp_dir("unknown-to-save");
+    let path = dir.join("other_slot.json");
+    // Another slot, made by a build where the NPC had another id.
+    let mut other = Harness::new(NpcMemoryPlugin::default());
+    other.spawn("echo7_old", persona("ECHO-7"));
+    other.say("echo7_old", "I'm Alex.");
+    other.wait_for_replies(1);
+    other.save_to(&path);
+
+    let backend = ScriptedBackend::new();
+    backend.push_reply("Logged.").push_reply("Hello again.");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Before the load.");
+    h.wait_for_replies(1);
+    h.load_from(&path);
+    assert_eq!(
+        h.inbox::<MemoryLoaded>().len(),
+        1,
+        "{:?}",
+        h.inbox::<MemoryLoadFailed>()
+    );
+
+    h.say("echo7", "After the load.");
+    h.wait_for_replies(2);
+    assert_eq!(h.replies("echo7"), ["Logged.", "Hello again."]);
+    assert_eq!(
+        h.log("echo7").len(),
+        2,
+        "a fresh memory: this slot never knew echo7"
+    );
+    assert_eq!(h.log("echo7_old").len(), 2, "the slot's own NPC is loaded");
+    std::fs::remove_dir_all(dir).ok();
+}

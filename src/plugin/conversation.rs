@@ -468,16 +468,17 @@ impl<'w> Pipeline<'w> {
     }
 
     /// Gives every NPC with a loaded persona asset that persona again, since the
-    /// live asset wins over the one stored in a save.
+    /// live asset wins over the one stored in a save. A spawned NPC the save does
+    /// not hold (its id changed between builds, or the slot is from another layout)
+    /// starts with a fresh memory, so lines sent to it are answered, not kept
+    /// waiting for a memory that will never come.
     pub(crate) fn reapply_personas(&mut self, personas: &Assets<Persona>) {
         for (id, npcs) in self.bindings.all() {
             let Some(persona) = personas.get(id) else {
                 continue;
             };
             for npc in npcs {
-                if self.layers.contains(&npc) {
-                    self.apply_persona(&npc, persona);
-                }
+                self.apply_persona(&npc, persona);
             }
         }
     }
