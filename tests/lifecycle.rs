@@ -346,3 +346,51 @@ fn an_npc_the_loaded_save_does_not_hold_starts_fresh_and_answers() {
     assert_eq!(h.log("echo7_old").len(), 2, "the slot's own NPC is loaded");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_runaway_reply_is_cut_at_the_reply_limit_and_the_cut_is_traced() {
+    let dir = support::temp_dir("runaway-reply");
+    let trace = dir.join("trace.jsonl");
+    // Words of several scripts, so the cut lands among multi-byte characters.
+    let runaway = "नमस्ते 👩‍👩‍👧 ok ".repeat(2_000);
+    let backend = ScriptedBackend::new();
+    backend.push_reply(runaway.clone()).push_reply("Short.");
+    let settings = NpcMemorySettings {
+        max_reply_chars: 50,
+        ..Default::default()
+    };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_settings(settings)
+            .with_backend(backend)
+            .with_trace_file(&trace),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Talk forever.");
+    h.wait_for_replies(1);
+    let expected: String = runaway.chars().take(50).collect();
+    assert_eq!(h.replies("echo7"), [expected.clone()]);
+    assert_eq!(
+        h.streamed(),
+        expected,
+        "deltas stop where the reply was cut"
+    );
+    assert_eq!(h.log("echo7")[1], (Role::Assistant, expected));
+
+    h.say("echo7", "And now?");
+    h.wait_for_replies(2);
+    assert_eq!(
+        h.replies("echo7")[1],
+        "Short.",
+        "short replies are untouched"
+    );
+    drop(h);
+    let cuts: Vec<_> = support::read_trace(&trace)
+        .into_iter()
+        .filter(|e| e["event"] == "reply_cut")
+        .collect();
+    assert_eq!(cuts.len(), 1, "{cuts:?}");
+    assert_eq!(cuts[0]["chars"], runaway.trim_end().chars().count());
+    assert_eq!(cuts[0]["kept"], 50);
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -34,6 +34,8 @@ struct Conversation {
     reply: Option<Ticket>,
     summary: Option<Ticket>,
     queued: VecDeque<String>,
+    /// Characters of the reply in flight passed on as deltas so far.
+    streamed_chars: usize,
 }
 
 impl Conversations {
@@ -98,7 +100,10 @@ impl Conversations {
     fn start(&mut self, npc: &NpcId, purpose: Purpose, ticket: Ticket) {
         let conversation = self.entry(npc);
         let slot = match purpose {
-            Purpose::Reply => &mut conversation.reply,
+            Purpose::Reply => {
+                conversation.streamed_chars = 0;
+                &mut conversation.reply
+            }
             Purpose::Summary => &mut conversation.summary,
         };
         debug_assert!(slot.is_none(), "one {purpose:?} in flight per NPC");
@@ -122,11 +127,26 @@ impl Conversations {
         Some(purpose)
     }
 
-    fn is_current(&self, npc: &NpcId, task: TaskId) -> bool {
-        self.npcs
-            .get(npc)
-            .and_then(|c| c.reply.as_ref())
-            .is_some_and(|t| t.id == task)
+    /// The part of a streamed piece that may be shown: none if the piece belongs to
+    /// a cancelled request, and nothing past `max_chars` of the reply in total.
+    fn admit_delta(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        piece: String,
+        max_chars: usize,
+    ) -> Option<String> {
+        let conversation = self.npcs.get_mut(npc)?;
+        if !conversation.reply.as_ref().is_some_and(|t| t.id == task) {
+            return None;
+        }
+        let room = max_chars.saturating_sub(conversation.streamed_chars);
+        let piece = match piece.char_indices().nth(room) {
+            Some((cut, _)) => piece[..cut].to_owned(),
+            None => piece,
+        };
+        conversation.streamed_chars += piece.chars().count();
+        (!piece.is_empty()).then_some(piece)
     }
 }
 
@@ -322,8 +342,9 @@ impl<'w> Pipeline<'w> {
         match result {
             Ok(response) => {
                 let now = self.time.elapsed_secs_f64();
+                let content = self.cut_runaway(npc, response.content);
                 if let Some(mut layers) = self.layers.get_mut(npc) {
-                    let text: Arc<str> = response.content.into();
+                    let text: Arc<str> = content.into();
                     let recorded = layers.record(Role::Assistant, text.clone(), now);
                     self.out.replied.write(NpcReplied {
                         npc: npc.clone(),
@@ -392,6 +413,20 @@ impl<'w> Pipeline<'w> {
             SummaryOutcome::Degraded(degradation) => self.report(npc, degradation),
             SummaryOutcome::Stale => {}
         }
+    }
+
+    /// A reply cut to `max_reply_chars`, the same prefix its deltas stopped at.
+    fn cut_runaway(&self, npc: &NpcId, content: String) -> String {
+        let max = self.settings.max_reply_chars;
+        let Some((cut, _)) = content.char_indices().nth(max) else {
+            return content;
+        };
+        self.telemetry.emit(TelemetryEvent::ReplyCut {
+            npc: npc.clone(),
+            chars: content.chars().count(),
+            kept: max,
+        });
+        content[..cut].to_owned()
     }
 
     fn report_overflow(&mut self, npc: &NpcId, overflow: Option<Degradation>) {
@@ -603,11 +638,9 @@ pub(crate) fn collect_results(mut pipeline: Pipeline) {
     {
         match event {
             TaskEvent::Delta { npc, task, text } => {
-                if pipeline.conversations.is_current(&npc, task) {
-                    pipeline
-                        .out
-                        .deltas
-                        .write(NpcReplyDelta { npc, delta: text });
+                let max = pipeline.settings.max_reply_chars;
+                if let Some(delta) = pipeline.conversations.admit_delta(&npc, task, text, max) {
+                    pipeline.out.deltas.write(NpcReplyDelta { npc, delta });
                 }
             }
             TaskEvent::Done(done) => pipeline.finished(done),

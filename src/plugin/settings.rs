@@ -17,6 +17,11 @@ pub struct NpcMemorySettings {
     pub max_queued_lines: usize,
     /// Longest player line accepted, in characters.
     pub max_line_chars: usize,
+    /// Longest reply kept, in characters. A runaway reply is cut here before it
+    /// enters memory, where it would be resent with every later prompt and saved
+    /// forever; streamed pieces stop at the same point, and telemetry reports the
+    /// cut (`TelemetryEvent::ReplyCut`).
+    pub max_reply_chars: usize,
     /// How long a backend request may take, retries included, before it fails with
     /// a timeout. Time spent waiting for a concurrency slot does not count.
     pub request_timeout: Duration,
@@ -34,6 +39,7 @@ impl Default for NpcMemorySettings {
             memory: MemoryConfig::default(),
             max_queued_lines: 4,
             max_line_chars: 4000,
+            max_reply_chars: 4000,
             request_timeout: Duration::from_secs(60),
             max_concurrent_requests: 4,
             collect_budget: Duration::from_micros(500),

@@ -18,7 +18,8 @@ use crate::memory::{Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger}
 pub const TELEMETRY_TARGET: &str = "bevy_npc_memory::telemetry";
 
 /// One telemetry record. In the JSON-lines file each is one object whose `event`
-/// field names the variant: `request`, `response`, `summary_updated`, `degraded`.
+/// field names the variant: `request`, `response`, `summary_updated`, `reply_cut`,
+/// `degraded`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TelemetryEvent {
@@ -81,6 +82,16 @@ pub enum TelemetryEvent {
         /// Messages the forgetting policy took out of recall afterwards.
         #[serde(skip_serializing_if = "is_zero")]
         forgotten_messages: usize,
+    },
+    /// A reply was longer than `NpcMemorySettings::max_reply_chars` and was cut
+    /// before it entered memory.
+    ReplyCut {
+        /// Whose reply.
+        npc: NpcId,
+        /// Characters the backend sent.
+        chars: usize,
+        /// Characters kept.
+        kept: usize,
     },
     /// Memory lost quality.
     Degraded {
@@ -198,6 +209,10 @@ fn log_event(event: &TelemetryEvent) {
         } => tracing::info!(
             target: TELEMETRY_TARGET, %npc, covered_from, covered_to, latency_ms,
             summary = %new, "[Memory] summary updated"
+        ),
+        TelemetryEvent::ReplyCut { npc, chars, kept } => tracing::warn!(
+            target: TELEMETRY_TARGET, %npc, chars, kept,
+            "[Memory] a runaway reply was cut to the reply limit"
         ),
         TelemetryEvent::Degraded { npc, reason, .. } => tracing::warn!(
             target: TELEMETRY_TARGET, %npc, %reason, "[Memory] degraded"
