@@ -189,6 +189,13 @@ fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
                 }
             }
         });
+        // Kill only once the game has saved at least once: a machine under load
+        // may take longer than the delay just to start, and then there is nothing
+        // to check.
+        let started = std::time::Instant::now();
+        while !save.exists() && started.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL: no chance to flush anything
         child.wait().unwrap();

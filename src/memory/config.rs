@@ -102,7 +102,7 @@ impl MemoryConfig {
     /// The hard cap in force (never below the window).
     pub fn hard_cap(&self) -> usize {
         self.hard_cap
-            .unwrap_or(2 * self.window())
+            .unwrap_or(self.window().saturating_mul(2))
             .max(self.window())
     }
 }

@@ -13,7 +13,7 @@ use super::message::{ChatMessage, LogIndex};
 use super::quote::quote;
 use super::recall::RecallIndex;
 use super::segments::Segments;
-use super::text::{normalize_line_breaks, one_line, strip_prefix_ignoring_case};
+use super::text::{normalize_line_breaks, one_line, shorten_to_chars, strip_prefix_ignoring_case};
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +77,21 @@ pub enum Degradation {
         /// The messages that left the prompt.
         dropped: Range<LogIndex>,
     },
+}
+
+impl Degradation {
+    /// Cuts a failure's reason to [`MAX_STORED_REASON_CHARS`]: it is text from
+    /// outside (a server's error, a model's malformed reply) and is kept in saves.
+    ///
+    /// [`MAX_STORED_REASON_CHARS`]: crate::memory::MAX_STORED_REASON_CHARS
+    pub(crate) fn shorten_reason(&mut self) {
+        if let Degradation::SummaryFailed { reason, .. } = self {
+            let short = shorten_to_chars(reason, super::validation::MAX_STORED_REASON_CHARS);
+            if short.len() != reason.len() {
+                *reason = short.into_owned();
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for Degradation {

@@ -24,6 +24,7 @@ mod recall;
 mod segments;
 mod text;
 mod tokens;
+mod validation;
 mod window;
 
 #[cfg(test)]
@@ -61,6 +62,10 @@ pub use recall::{
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use tokens::{
     MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
+};
+pub use validation::{
+    InvalidField, MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_RECALL_MESSAGES, MAX_SEGMENT_LEVEL,
+    MAX_STORED_REASON_CHARS, MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
 };
 pub use window::RollingWindow;
 

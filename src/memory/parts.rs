@@ -9,10 +9,11 @@ use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, PersonaPrompt, SummaryRecord};
 use super::facts::PinnedFacts;
-use super::message::{ChatMessage, LogIndex, Role};
+use super::message::{ChatMessage, LogIndex};
 use super::pipeline::NpcMemory;
 use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
+use super::validation::InvalidField;
 use super::window::RollingWindow;
 
 /// Everything one NPC remembers, as data: the full log (L2), where the window (L1)
@@ -87,71 +88,9 @@ impl MemoryParts {
         }
     }
 
-    /// Checks that the parts describe a memory this crate could have made.
-    pub fn validate(&self) -> Result<(), String> {
-        let len = self.log.len() as LogIndex;
-        if let Some((position, message)) = self
-            .log
-            .iter()
-            .enumerate()
-            .find(|(i, m)| m.index != *i as LogIndex)
-        {
-            return Err(format!(
-                "log message {position} has index {}",
-                message.index
-            ));
-        }
-        if self.log.iter().any(|m| m.role == Role::System) {
-            return Err("the log holds a system message".into());
-        }
-        if let Some(message) = self.log.iter().find(|m| !m.timestamp.is_finite()) {
-            return Err(format!(
-                "log message {} has no valid timestamp",
-                message.index
-            ));
-        }
-        if self.window_start > len {
-            return Err(format!(
-                "the window starts at {} but the log has {len} messages",
-                self.window_start
-            ));
-        }
-        if self.covered_until > len {
-            return Err(format!(
-                "the summary covers {} messages but the log has {len}",
-                self.covered_until
-            ));
-        }
-        if let Some(record) = self
-            .history
-            .iter()
-            .find(|r| r.covered.start > r.covered.end || r.covered.end > len)
-        {
-            return Err(format!(
-                "a summary covers {:?}, outside the log",
-                record.covered
-            ));
-        }
-        if let Some(segment) = self
-            .segments
-            .list()
-            .iter()
-            .find(|s| s.covered.start > s.covered.end || s.covered.end > len)
-        {
-            return Err(format!(
-                "a summary segment covers {:?}, outside the log",
-                segment.covered
-            ));
-        }
-        if self.config.max_context_window < 2 {
-            return Err("the window is smaller than 2".into());
-        }
-        Ok(())
-    }
-
     /// Rebuilds the memory: L2 and L3 exactly, and L1 as the system prompt (persona +
     /// summary) with the saved tail of L2.
-    pub fn into_memory(self) -> Result<NpcMemory, String> {
+    pub fn into_memory(self) -> Result<NpcMemory, InvalidField> {
         self.validate()?;
         let persona = PersonaPrompt {
             name: self.persona.name,
@@ -169,6 +108,9 @@ impl MemoryParts {
         context.covered_until = self.covered_until;
         context.history = self.history;
         context.degradations = self.degradations;
+        for degradation in &mut context.degradations {
+            degradation.shorten_reason();
+        }
         context.segments = self.segments;
         context.facts = self.facts;
         context.facts.set_limits(context.features.facts.limits());
@@ -187,7 +129,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::memory::SummaryStyle;
+    use crate::memory::{Role, SummaryStyle};
 
     fn memory() -> NpcMemory {
         let persona = PersonaPrompt {
@@ -240,7 +182,7 @@ mod tests {
         let good = MemoryParts::of(&original.log, &original.window, &original.context);
         let mut bad = good.clone();
         bad.log[2].index = 9;
-        assert!(bad.validate().unwrap_err().contains("index"));
+        assert_eq!(bad.validate().unwrap_err().field, "log[2].index");
         let mut bad = good.clone();
         bad.covered_until = 99;
         assert!(bad.into_memory().is_err());

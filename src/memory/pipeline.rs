@@ -245,6 +245,13 @@ impl LayersMut<'_> {
         value: &str,
         evidence: Vec<LogIndex>,
     ) -> Result<FactChange, FactsError> {
+        if let Some(&index) = evidence.iter().find(|&&i| i >= self.log.next_index()) {
+            return Err(FactsError::EvidenceOutOfRange {
+                key: key.to_string(),
+                index,
+                covered: 0..self.log.next_index(),
+            });
+        }
         let now = self.now();
         let change = self.context.facts.set_by_game(key, value, now, evidence)?;
         self.refresh_system_prompt();
@@ -302,7 +309,7 @@ impl LayersMut<'_> {
             let end = self
                 .log
                 .next_index()
-                .min(start + self.window.hard_cap() as LogIndex);
+                .min(start.saturating_add(self.window.hard_cap() as LogIndex));
             (SummaryKind::Fold, start..end)
         };
         let id = SummaryJobId(self.context.next_job);
@@ -507,12 +514,16 @@ impl LayersMut<'_> {
         let job = self.context.in_flight.take().expect("checked above");
         // Wait for another threshold's worth of messages before trying again, so a
         // dead backend is not hit on every line.
-        self.context.retry_after = self.log.next_index() + self.context.threshold as LogIndex;
-        let degradation = Degradation::SummaryFailed {
+        self.context.retry_after = self
+            .log
+            .next_index()
+            .saturating_add(self.context.threshold as LogIndex);
+        let mut degradation = Degradation::SummaryFailed {
             range: job.covered,
             attempts: job.attempt,
             reason,
         };
+        degradation.shorten_reason();
         self.context.degradations.push(degradation.clone());
         SummaryOutcome::Degraded(degradation)
     }

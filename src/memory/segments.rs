@@ -141,7 +141,12 @@ impl Segments {
         let merged = SummarySegment {
             covered: covered.clone(),
             text,
-            level: run.iter().map(|s| s.level).max().unwrap_or(0) + 1,
+            level: run
+                .iter()
+                .map(|s| s.level)
+                .max()
+                .unwrap_or(0)
+                .saturating_add(1),
             priority: run.iter().map(|s| s.priority).max().unwrap_or_default(),
             from_time: first.from_time,
             to_time: last.to_time,

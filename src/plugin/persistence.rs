@@ -407,7 +407,7 @@ pub(crate) fn finish_io(
                     Ok(Err(why)) => {
                         load_failed.write(MemoryLoadFailed {
                             path,
-                            error: LoadError::Inconsistent(why),
+                            error: LoadError::Inconsistent(why.to_string()),
                             moved_to: None,
                         });
                     }

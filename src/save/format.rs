@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{MemoryParts, NpcId};
+use crate::memory::{InvalidField, MemoryParts, NpcId, shorten_to_chars};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.
@@ -105,6 +105,27 @@ pub enum LoadError {
     /// The save parses but describes a memory that cannot exist.
     #[error("the save is inconsistent: {0}")]
     Inconsistent(String),
+    /// A value in one NPC's memory is out of its range or points outside that
+    /// NPC's log.
+    #[error("the save's memory of NPC {npc} has an invalid {}: {}", .invalid.field, .invalid.problem)]
+    Invalid {
+        /// Whose memory.
+        npc: NpcId,
+        /// Which field, and what is wrong with it.
+        invalid: InvalidField,
+    },
+}
+
+/// Longest NPC id a save may hold, in characters. Ids name NPCs in code and files;
+/// a longer one is a corrupt or hostile file.
+pub const MAX_NPC_ID_CHARS: usize = 256;
+
+/// Longest parser message kept in [`LoadError::Malformed`], in characters. Parsers
+/// quote the text they choke on, which in a hostile file can be megabytes.
+const MAX_PARSE_ERROR_CHARS: usize = 500;
+
+fn malformed(error: impl std::fmt::Display) -> LoadError {
+    LoadError::Malformed(shorten_to_chars(&error.to_string(), MAX_PARSE_ERROR_CHARS).into_owned())
 }
 
 #[derive(Deserialize)]
@@ -154,7 +175,7 @@ impl SaveGame {
                 .map(|h| h.format_version)
                 .map_err(|e| e.to_string())
         }
-        .map_err(LoadError::Malformed)?;
+        .map_err(malformed)?;
         let save = migrate(version, text, ron)?;
         save.validate()?;
         Ok(save)
@@ -164,6 +185,9 @@ impl SaveGame {
     /// previous file kept as `.bak`), in the format its extension names. Blocking:
     /// the plugin calls it on the IO task pool.
     pub fn write_to(&self, path: &Path) -> Result<usize, String> {
+        self.validate().map_err(|error| {
+            format!("this memory would not load again, so it was not written: {error}")
+        })?;
         let bytes = self.to_bytes(SaveFormat::for_path(path))?;
         super::file::write_atomic(path, &bytes).map_err(|e| e.to_string())?;
         Ok(bytes.len())
@@ -177,9 +201,18 @@ impl SaveGame {
         Ok((read, Self::from_bytes(&bytes)?))
     }
 
-    fn validate(&self) -> Result<(), LoadError> {
+    /// Checks every NPC's memory (see [`MemoryParts::validate`]) and that no NPC
+    /// appears twice. Reading a save runs it; so does writing one, so the game never
+    /// writes a save it could not read back.
+    pub fn validate(&self) -> Result<(), LoadError> {
         let mut previous: Option<&NpcId> = None;
         for npc in &self.npcs {
+            let chars = npc.id.as_str().chars().count();
+            if chars > MAX_NPC_ID_CHARS {
+                return Err(LoadError::Inconsistent(format!(
+                    "an NPC id has {chars} characters, over the limit of {MAX_NPC_ID_CHARS}"
+                )));
+            }
             if previous == Some(&npc.id) {
                 return Err(LoadError::Inconsistent(format!(
                     "NPC {} appears twice",
@@ -189,7 +222,10 @@ impl SaveGame {
             previous = Some(&npc.id);
             npc.memory
                 .validate()
-                .map_err(|why| LoadError::Inconsistent(format!("NPC {}: {why}", npc.id)))?;
+                .map_err(|invalid| LoadError::Invalid {
+                    npc: npc.id.clone(),
+                    invalid,
+                })?;
         }
         Ok(())
     }
@@ -202,18 +238,18 @@ fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
     match version {
         SAVE_FORMAT_VERSION => {
             let mut save: SaveGame = if ron {
-                ron::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+                ron::from_str(text).map_err(malformed)?
             } else {
-                serde_json::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+                serde_json::from_str(text).map_err(malformed)?
             };
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(save)
         }
         1 => {
             let old: super::v1::SaveGameV1 = if ron {
-                ron::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+                ron::from_str(text).map_err(malformed)?
             } else {
-                serde_json::from_str(text).map_err(|e| LoadError::Malformed(e.to_string()))?
+                serde_json::from_str(text).map_err(malformed)?
             };
             let mut save = old.migrate();
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));

@@ -9,5 +9,5 @@ mod v1;
 
 pub use file::backup_path;
 pub(crate) use file::{move_aside, read_bounded};
-pub use format::{LoadError, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame};
+pub use format::{LoadError, MAX_NPC_ID_CHARS, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame};
 pub use unity::import_unity_save;

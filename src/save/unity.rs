@@ -122,7 +122,9 @@ pub fn import_unity_save(
         recall: Default::default(),
     };
     // Let the window rule place L1 as it would have been trimmed in play.
-    let mut memory = parts.into_memory().map_err(LoadError::Inconsistent)?;
+    let mut memory = parts
+        .into_memory()
+        .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))?;
     let _ = memory
         .window
         .trim(&memory.log, memory.context.covered_until());

@@ -115,7 +115,7 @@ impl PinnedFacts {
             .any(|fact| fact.evidence.iter().any(|index| range.contains(index)))
     }
 
-    fn all_facts(&self) -> impl Iterator<Item = &Fact> {
+    pub(crate) fn all_facts(&self) -> impl Iterator<Item = &Fact> {
         self.slots
             .values()
             .flat_map(|slot| slot.history.iter().chain(&slot.active))
