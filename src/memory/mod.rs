@@ -31,6 +31,8 @@ mod window;
 mod layered_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validation_tests;
 
 pub use assembly::{
     AssembledPrompt, PromptBudget, RecalledMessage, SectionKind, SectionReport, SectionShares,
