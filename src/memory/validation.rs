@@ -239,8 +239,10 @@ impl MemoryParts {
         }
         index_at_most("window_start", self.window_start, len)?;
         index_at_most("covered_until", self.covered_until, len)?;
+        // Summaries only ever cover messages before `covered_until`; a record or a
+        // segment past it would be folded a second time.
         for (position, record) in self.history.iter().enumerate() {
-            check_record(position, record, len)?;
+            check_record(position, record, self.covered_until)?;
         }
         for (position, degradation) in self.degradations.iter().enumerate() {
             check_degradation(position, degradation, len)?;
@@ -248,7 +250,11 @@ impl MemoryParts {
         let mut previous_end = 0;
         for (position, segment) in self.segments.list().iter().enumerate() {
             let field = format!("segments[{position}]");
-            range_in_log(&format!("{field}.covered"), &segment.covered, len)?;
+            range_in_log(
+                &format!("{field}.covered"),
+                &segment.covered,
+                self.covered_until,
+            )?;
             if segment.covered.is_empty() {
                 return Err(invalid(format!("{field}.covered"), "covers no message"));
             }
@@ -335,14 +341,13 @@ fn index_at_most(field: &str, index: LogIndex, len: LogIndex) -> Result<(), Inva
     Ok(())
 }
 
-fn range_in_log(field: &str, range: &Range<LogIndex>, len: LogIndex) -> Result<(), InvalidField> {
-    if range.start > range.end || range.end > len {
+/// Checks that `range` is ordered and ends at or before `end` (the log's length, or
+/// the first message no summary covers).
+fn range_in_log(field: &str, range: &Range<LogIndex>, end: LogIndex) -> Result<(), InvalidField> {
+    if range.start > range.end || range.end > end {
         return Err(invalid(
             field,
-            format!(
-                "is {}..{}, outside the log's {len} messages",
-                range.start, range.end
-            ),
+            format!("is {}..{}, past message {end}", range.start, range.end),
         ));
     }
     Ok(())
@@ -376,10 +381,10 @@ fn increasing_indices(
 fn check_record(
     position: usize,
     record: &SummaryRecord,
-    len: LogIndex,
+    covered_until: LogIndex,
 ) -> Result<(), InvalidField> {
     let field = format!("history[{position}]");
-    range_in_log(&format!("{field}.covered"), &record.covered, len)?;
+    range_in_log(&format!("{field}.covered"), &record.covered, covered_until)?;
     within(
         &format!("{field}.attempts"),
         record.attempts,
