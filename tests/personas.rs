@@ -113,6 +113,28 @@ fn bad_persona_text_gives_a_clear_error() {
 }
 
 #[test]
+fn persona_sizes_past_their_limits_are_refused_by_name() {
+    let error = Persona::from_ron(
+        "(name: \"x\", system_prompt: \"y\", max_context_window: 18446744073709551615)",
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("max_context_window"), "{error}");
+    let error = Persona::from_ron(
+        "(name: \"x\", system_prompt: \"y\", features: (prompt_budget: 99999999999))",
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("budget.max_tokens"), "{error}");
+    // A hostile file's parse error is shortened, not quoted whole.
+    let huge = format!("(name: {})", "x".repeat(100_000));
+    let error = Persona::from_ron(&huge).unwrap_err();
+    assert!(
+        error.to_string().chars().count() < 1_000,
+        "{} characters",
+        error.to_string().len()
+    );
+}
+
+#[test]
 fn a_persona_that_fails_to_load_fails_its_lines_instead_of_hanging() {
     let mut h = Harness::new(NpcMemoryPlugin::default());
     let handle: Handle<Persona> = h

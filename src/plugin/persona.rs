@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::{
     MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SummaryStyle,
+    shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -151,10 +152,18 @@ impl Persona {
     /// Parses a persona from RON text.
     /// Optional fields take plain values (`max_context_window: 20`, not `Some(20)`).
     pub fn from_ron(text: &str) -> Result<Self, PersonaError> {
-        ron::Options::default()
+        let persona: Self = ron::Options::default()
             .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
             .from_str(text)
-            .map_err(|error| PersonaError::Parse(error.to_string()))
+            .map_err(|error| {
+                PersonaError::Parse(shorten_to_chars(&error.to_string(), 500).into_owned())
+            })?;
+        // The same limits a save is held to: a persona file is data from outside too.
+        persona
+            .memory_config(&MemoryConfig::default())
+            .check()
+            .map_err(|invalid| PersonaError::Parse(invalid.to_string()))?;
+        Ok(persona)
     }
 
     /// The persona as the memory core sees it.
