@@ -1,16 +1,62 @@
 //! The OpenAI-compatible backend against a scripted server on 127.0.0.1: faults,
-//! retries, streaming, usage, and no API key in any output.
+//! retries, streaming, usage, hostile servers, and no credential in any output.
 
 mod support;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{ApiKey, OpenAiBackend, OpenAiConfig, RetryPolicy, Role};
-use support::fake_llm::{FakeLlm, FakeReply, completion, stream_events};
-use support::{Harness, persona, read_trace};
+use bevy_npc_memory::{
+    ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy, Role,
+};
+use support::fake_llm::{
+    FakeLlm, FakeReply, Flood, completion, http_date, reply_request, stream_events,
+};
+use support::{Harness, persona, read_trace, temp_dir};
+
+/// Remembers the largest single allocation of this test binary. A client that
+/// buffers what a server sends grows one `Vec` or `String` to that size, so this
+/// shows whether a flood ever reached memory, whichever tests run alongside.
+struct LargestAllocation;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl GlobalAlloc for LargestAllocation {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+/// No allocation may come near a flood: a few times the largest limit.
+const ALLOCATION_BOUND: usize = 32 << 20;
+/// What a client that stopped reading can have let through: its limit plus the
+/// loopback socket buffers. A client that reads a flood to the end lets 200 MB through.
+const FLOOD_READ_BOUND: u64 = 64 << 20;
+/// Errors, log entries and degradations after a flood stay this short.
+const TEXT_BOUND: usize = 2_000;
 
 const KEY: &str = "sk-test-0451-DO-NOT-LEAK";
 
@@ -87,6 +133,8 @@ fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
 }
 
 impl Setup {
+    /// Says `line` and waits for the reply or the failure. A hostile server that
+    /// holds the NPC up fails the test here, after the harness's few seconds.
     fn say_and_wait(&mut self, line: &str) {
         let before = self.h.inbox::<NpcReplied>().len() + self.h.inbox::<NpcReplyFailed>().len();
         self.h.say("echo7", line);
@@ -112,6 +160,58 @@ impl Setup {
             .npc(&NpcId::new("echo7"), Purpose::Reply)
             .expect("usage recorded")
             .clone()
+    }
+
+    /// After a hostile server: each flood stopped early, nothing large was allocated
+    /// or kept, and the NPC answers its next line.
+    fn survives_floods(&mut self, floods: usize) {
+        let server = self.server.clone();
+        wait_for(|| server.flooded().len() == floods, "the floods end");
+        for sent in self.server.flooded() {
+            assert!(
+                sent < FLOOD_READ_BOUND,
+                "the client let {sent} bytes of a flood through"
+            );
+        }
+        let largest = LARGEST.load(Ordering::Relaxed);
+        assert!(
+            largest < ALLOCATION_BOUND,
+            "an allocation of {largest} bytes"
+        );
+        for failure in self.h.inbox::<NpcReplyFailed>() {
+            let text = format!("{} {:?}", failure.error, failure.error);
+            assert!(text.len() < TEXT_BOUND, "an error of {} bytes", text.len());
+        }
+        for degraded in self.h.inbox::<NpcMemoryDegraded>() {
+            let text = degraded.degradation.to_string();
+            assert!(
+                text.len() < TEXT_BOUND,
+                "a degradation of {} bytes",
+                text.len()
+            );
+        }
+
+        // Whatever the NPC asks next (a reply, or a summary retry), the server is well again.
+        self.server.set_fallback(if self.backend.config().stream {
+            FakeReply::Stream {
+                events: stream_events(&["Still ", "here."], true),
+                done: true,
+            }
+        } else {
+            FakeReply::ok(completion("Still here."))
+        });
+        self.say_and_wait("Are you still there?");
+        assert_eq!(
+            self.h.replies("echo7").last().map(String::as_str),
+            Some("Still here.")
+        );
+        for (_, text) in self.h.log("echo7") {
+            assert!(
+                text.len() < TEXT_BOUND,
+                "an L2 entry of {} bytes",
+                text.len()
+            );
+        }
     }
 
     /// The player's line is in L2, and the key is nowhere.
@@ -485,4 +585,347 @@ fn wait_for(done: impl Fn() -> bool, what: &str) {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+#[test]
+fn a_huge_retry_after_is_capped_by_max_delay() {
+    let mut s = setup("retry-after-huge", |config| {
+        config.retry.max_delay = Duration::from_millis(400)
+    });
+    s.server
+        .push(
+            FakeReply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", "1e20"),
+        )
+        .push(FakeReply::Stream {
+            events: stream_events(&["Logged."], true),
+            done: true,
+        });
+    let started = Instant::now();
+    s.say_and_wait("Hello?");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(3),
+        "waited {waited:?}, not max_delay"
+    );
+    assert_eq!(s.h.replies("echo7"), ["Logged."]);
+    s.server.push(FakeReply::Stream {
+        events: stream_events(&["Still here."], true),
+        done: true,
+    });
+    s.say_and_wait("And now?");
+    assert_eq!(s.h.replies("echo7"), ["Logged.", "Still here."]);
+    s.finish("Hello?");
+}
+
+#[test]
+fn an_http_date_retry_after_is_honoured() {
+    let mut s = setup("retry-after-date", |_| {});
+    // The date has whole seconds, so the wait is between one and two seconds.
+    let at = http_date(SystemTime::now() + Duration::from_secs(2));
+    s.server
+        .push(
+            FakeReply::status(503, r#"{"error":{"message":"maintenance"}}"#)
+                .with_header("Retry-After", &at),
+        )
+        .push(FakeReply::Stream {
+            events: stream_events(&["Back."], true),
+            done: true,
+        });
+    let started = Instant::now();
+    s.say_and_wait("Hello?");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "waited {:?}, not until {at}",
+        started.elapsed()
+    );
+    assert_eq!(s.h.replies("echo7"), ["Back."]);
+    s.finish("Hello?");
+}
+
+#[test]
+fn an_http_date_far_ahead_is_capped_by_max_delay() {
+    let mut s = setup("retry-after-2100", |config| {
+        config.retry.max_delay = Duration::from_millis(400)
+    });
+    s.server
+        .push(
+            FakeReply::status(429, r#"{"error":{"message":"come back later"}}"#)
+                .with_header("Retry-After", "Fri, 01 Jan 2100 00:00:00 GMT"),
+        )
+        .push(FakeReply::Stream {
+            events: stream_events(&["Back."], true),
+            done: true,
+        });
+    let started = Instant::now();
+    s.say_and_wait("Hello?");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(3),
+        "waited {waited:?}, not max_delay"
+    );
+    assert_eq!(s.h.replies("echo7"), ["Back."]);
+    s.finish("Hello?");
+}
+
+#[test]
+fn a_200_mb_error_body_is_cut_short_and_the_npc_answers_next() {
+    let mut s = setup("flood-error", |_| {});
+    let mut flood = Flood::error_body(500);
+    // The key sits in the part that is read, so scrubbing must survive the cut.
+    flood.head = format!(r#"{{"error":{{"message":"bad key {KEY} "#);
+    for _ in 0..3 {
+        s.server.push(FakeReply::Flood(flood.clone()));
+    }
+    s.say_and_wait("Status?");
+    let ReplyError::Backend(BackendError::Http {
+        status: 500,
+        reason,
+        ..
+    }) = s.failure()
+    else {
+        panic!("expected HTTP 500, got {:?}", s.failure());
+    };
+    assert!(
+        reason.contains("bad key <redacted> overflow overflow"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!(
+            "over {} bytes",
+            ResponseLimits::default().error_body
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.chars().count() < 500,
+        "{} characters",
+        reason.chars().count()
+    );
+    assert_eq!(s.server.received().len(), 3, "a 500 is still retried");
+    s.survives_floods(3);
+    s.finish("Status?");
+}
+
+#[test]
+fn a_200_mb_stream_stops_at_the_stream_limit() {
+    let mut s = setup("flood-stream", |_| {});
+    s.server.push(FakeReply::Flood(Flood::sse_chunks()));
+    s.say_and_wait("Tell me everything.");
+    assert_eq!(
+        s.failure(),
+        ReplyError::Backend(BackendError::ResponseTooLarge {
+            backend: "fake".into(),
+            what: ResponsePart::Stream,
+            limit: ResponseLimits::default().stream_total,
+        })
+    );
+    assert!(
+        s.h.streamed().starts_with("lorem ipsum lorem ipsum"),
+        "the text showed as it came"
+    );
+    assert!(s.h.replies("echo7").is_empty());
+    assert_eq!(
+        s.server.received().len(),
+        1,
+        "text was shown, so no retry repeats it"
+    );
+    s.survives_floods(1);
+    s.finish("Tell me everything.");
+}
+
+#[test]
+fn a_200_mb_stream_line_stops_at_the_line_limit() {
+    let mut s = setup("flood-line", |_| {});
+    s.server.push(FakeReply::Flood(Flood::sse_line()));
+    s.say_and_wait("Say something.");
+    assert_eq!(
+        s.failure(),
+        ReplyError::Backend(BackendError::ResponseTooLarge {
+            backend: "fake".into(),
+            what: ResponsePart::StreamEvent,
+            limit: ResponseLimits::default().stream_event,
+        })
+    );
+    assert_eq!(s.h.streamed(), "");
+    assert_eq!(
+        s.server.received().len(),
+        1,
+        "the same flood is not asked for again"
+    );
+    s.survives_floods(1);
+    s.finish("Say something.");
+}
+
+#[test]
+fn a_huge_json_reply_stops_at_the_body_limit() {
+    let mut s = setup("flood-json", |config| config.stream = false);
+    s.server.push(FakeReply::Flood(Flood::json_body()));
+    s.say_and_wait("Hello?");
+    assert_eq!(
+        s.failure(),
+        ReplyError::Backend(BackendError::ResponseTooLarge {
+            backend: "fake".into(),
+            what: ResponsePart::Body,
+            limit: ResponseLimits::default().json_body,
+        })
+    );
+    assert_eq!(s.server.received().len(), 1);
+    s.survives_floods(1);
+    s.finish("Hello?");
+}
+
+#[test]
+fn a_summary_flood_leaves_a_short_degradation_and_a_small_save() {
+    let mut s = setup("flood-summary", |config| config.stream = false);
+    s.h.app.world_mut().write_message(ReconfigureNpcMemory {
+        npc: NpcId::new("echo7"),
+        config: MemoryConfig {
+            summary_threshold: Some(2),
+            ..MemoryConfig::with_window(4)
+        },
+    });
+    // The summary's body declares 200 MB: refused before it is read.
+    let flood = FakeReply::Flood(Flood::json_body().with_length());
+    s.server
+        .push(FakeReply::ok(completion("Noted.")))
+        .push(flood.clone())
+        .push(flood);
+    s.say_and_wait("I'm Alex.");
+    assert_eq!(s.h.replies("echo7"), ["Noted."]);
+    s.h.wait_for::<NpcMemoryDegraded>(1);
+    let text = s.h.inbox::<NpcMemoryDegraded>()[0].degradation.to_string();
+    assert!(
+        text.contains(&format!(
+            "over the limit of {} bytes",
+            ResponseLimits::default().json_body
+        )),
+        "{text}"
+    );
+    s.survives_floods(2);
+
+    let dir = temp_dir("http-flood-summary");
+    let path = dir.join("slot.json");
+    s.h.save_to(&path);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size < 64 * 1024, "a save of {size} bytes");
+    std::fs::remove_dir_all(dir).ok();
+    s.finish("I'm Alex.");
+}
+
+const URL_SECRETS: [&str; 4] = ["alice-USER", "pa55-SECRET", "QKEY-SECRET", "tok-SECRET"];
+
+/// `base_url` with a user, a password and secret query parameters.
+fn with_url_credentials(base_url: &str) -> String {
+    format!(
+        "{}?api_key=QKEY-SECRET&token=tok-SECRET&api-version=2024-06-01",
+        base_url.replace("http://", "http://alice-USER:pa55-SECRET@")
+    )
+}
+
+fn assert_no_url_secrets(what: &str, text: &str) {
+    for secret in URL_SECRETS {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into {what}: {text}"
+        );
+    }
+}
+
+#[test]
+fn credentials_in_the_base_url_are_sent_but_never_shown() {
+    let mut s = setup("url-secrets", |config| {
+        config.base_url = with_url_credentials(&config.base_url)
+    });
+    s.server.push(FakeReply::status(
+        404,
+        r#"{"error":{"message":"no model at /v1/chat/completions?api_key=QKEY-SECRET&token=tok-SECRET for alice-USER:pa55-SECRET"}}"#,
+    ));
+    s.say_and_wait("Hello?");
+    assert_eq!(
+        s.server.received()[0].path,
+        "/v1/chat/completions?api_key=QKEY-SECRET&token=tok-SECRET&api-version=2024-06-01",
+        "the query stays on the endpoint"
+    );
+    let failure = s.failure();
+    assert!(
+        matches!(
+            failure,
+            ReplyError::Backend(BackendError::Http { status: 404, .. })
+        ),
+        "{failure:?}"
+    );
+    assert_no_url_secrets("the error", &format!("{failure} {failure:?}"));
+    assert!(failure.to_string().contains("no model at"), "{failure}");
+    let config = s.backend.config().clone();
+    assert_no_url_secrets("the config's Debug", &format!("{config:?}"));
+    assert!(format!("{config:?}").contains("127.0.0.1"), "{config:?}");
+    assert_no_url_secrets("the backend's Debug", &format!("{:?}", s.backend));
+    s.finish("Hello?");
+    let logs = String::from_utf8(captured_logs().lock().unwrap().clone()).unwrap();
+    assert_no_url_secrets("the logs", &logs);
+}
+
+#[test]
+fn credentials_in_the_base_url_stay_out_of_connection_errors() {
+    captured_logs();
+    // A port nobody listens on: the error is reqwest's, which names the URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut config = OpenAiConfig::custom(
+        "fake",
+        with_url_credentials(&format!("http://127.0.0.1:{port}/v1")),
+        "fake-model",
+    );
+    config.retry = RetryPolicy::none();
+    let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let error = runtime
+        .block_on(backend.complete(
+            reply_request("You are ECHO-7.", "Hello?"),
+            Progress::silent(),
+        ))
+        .unwrap_err();
+    let BackendError::Connection { reason, .. } = &error else {
+        panic!("expected a connection error, got {error:?}");
+    };
+    assert!(reason.contains("127.0.0.1"), "{reason}");
+    assert_no_url_secrets("the error", &format!("{error} {error:?}"));
+    assert_no_url_secrets("the backend's Debug", &format!("{backend:?}"));
+}
+
+#[test]
+fn huge_values_inside_small_enough_bodies_give_short_errors() {
+    let mut s = setup("short-reasons", |config| config.stream = false);
+    let long = "ẞ".repeat(20_000);
+    // serde's message quotes the value of the wrong type, all of it.
+    s.server
+        .push(FakeReply::ok(format!(r#"{{"choices": "{long}"}}"#)))
+        .push(FakeReply::status(
+            400,
+            &format!(r#"{{"error":{{"message":"{long}"}}}}"#),
+        ));
+    for line in ["Hello?", "Hello again?"] {
+        s.say_and_wait(line);
+        let reason = match s.failure() {
+            ReplyError::Backend(
+                BackendError::Malformed { reason, .. } | BackendError::Http { reason, .. },
+            ) => reason,
+            other => panic!("expected a malformed reply or HTTP 400, got {other:?}"),
+        };
+        assert!(reason.contains("ẞẞẞ"), "{reason}");
+        assert!(
+            reason.chars().count() <= 350,
+            "{} characters",
+            reason.chars().count()
+        );
+    }
+    assert_eq!(s.h.inbox::<NpcReplyFailed>().len(), 2);
+    s.finish("Hello?");
 }

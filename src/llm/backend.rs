@@ -221,12 +221,47 @@ pub enum BackendError {
         /// The panic's message, shortened.
         message: String,
     },
+    /// The server sent more than the backend's limit for one part of an answer (for
+    /// the HTTP backend, `OpenAiConfig::limits`). Reading stopped at the limit, so a
+    /// misbehaving server cannot fill memory or keep an NPC waiting; nothing of the
+    /// answer is kept. Not retried: the same server would likely do it again.
+    #[error("{backend} sent a {what} over the limit of {limit} bytes; reading stopped there")]
+    ResponseTooLarge {
+        /// The backend's name.
+        backend: String,
+        /// Which part of the answer was too large.
+        what: ResponsePart,
+        /// The limit it went over, in bytes.
+        limit: usize,
+    },
     /// The request was cancelled, for example because the NPC's memory was cleared.
     #[error("the request was cancelled")]
     Cancelled,
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+/// The part of a server's answer that went over its size limit, in
+/// [`BackendError::ResponseTooLarge`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResponsePart {
+    /// The whole body of an answer that is not streamed.
+    Body,
+    /// Everything a streamed answer sent, together.
+    Stream,
+    /// One line, or the data of one event, of a streamed answer.
+    StreamEvent,
+}
+
+impl fmt::Display for ResponsePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ResponsePart::Body => "reply body",
+            ResponsePart::Stream => "streamed reply",
+            ResponsePart::StreamEvent => "single stream event",
+        })
+    }
 }
 
 /// How a backend reports on a request while it runs: streamed pieces of a reply,

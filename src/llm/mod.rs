@@ -11,7 +11,7 @@ mod scripted;
 
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    ReplyInput, RequestKind, TokenUsage, stream_words,
+    ReplyInput, RequestKind, ResponsePart, TokenUsage, stream_words,
 };
 #[cfg(feature = "local-llm")]
 pub use local::{
@@ -20,5 +20,5 @@ pub use local::{
 };
 pub use offline::OfflineBackend;
 #[cfg(feature = "http")]
-pub use openai::{ApiKey, OpenAiBackend, OpenAiConfig, RetryPolicy};
+pub use openai::{ApiKey, OpenAiBackend, OpenAiConfig, ResponseLimits, RetryPolicy};
 pub use scripted::{ScriptStep, ScriptedBackend};

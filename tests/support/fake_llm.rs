@@ -24,6 +24,86 @@ pub enum FakeReply {
     Hang,
     /// Wait, then answer.
     After(Duration, Box<FakeReply>),
+    /// A body far larger than any client should read, made as it is written.
+    Flood(Flood),
+}
+
+/// A `status` answer whose body is `head`, then `fill` repeated, then `tail`, `len`
+/// bytes in all. The body is generated while it is written, so a 200 MB flood costs
+/// the test no memory, and writing stops when the client hangs up.
+#[derive(Clone, Debug)]
+pub struct Flood {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub head: String,
+    pub fill: String,
+    pub tail: String,
+    pub len: u64,
+    /// Send `Content-Length`; otherwise the body ends when the connection closes.
+    pub declare_length: bool,
+}
+
+/// 200 MB: far beyond every limit, and too much to read before a test times out.
+pub const FLOOD_BYTES: u64 = 200 * 1024 * 1024;
+
+impl Flood {
+    fn new(status: u16, content_type: &'static str, head: &str, fill: &str, tail: &str) -> Self {
+        Flood {
+            status,
+            content_type,
+            headers: Vec::new(),
+            head: head.to_owned(),
+            fill: fill.to_owned(),
+            tail: tail.to_owned(),
+            len: FLOOD_BYTES,
+            declare_length: false,
+        }
+    }
+
+    /// A JSON error whose message never seems to end.
+    pub fn error_body(status: u16) -> Self {
+        Self::new(
+            status,
+            "application/json",
+            r#"{"error":{"message":""#,
+            "overflow ",
+            r#""}}"#,
+        )
+    }
+
+    /// A non-streamed completion whose text never seems to end.
+    pub fn json_body() -> Self {
+        Self::new(
+            200,
+            "application/json",
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":""#,
+            "A",
+            r#""},"finish_reason":"stop"}]}"#,
+        )
+    }
+
+    /// An endless stream of ordinary, well-formed text chunks.
+    pub fn sse_chunks() -> Self {
+        let chunk = format!("data: {}\n\n", stream_events(&["lorem ipsum "], false)[0]);
+        Self::new(200, "text/event-stream", "", &chunk, "")
+    }
+
+    /// One stream line that never ends: a text chunk with no closing quote or newline.
+    pub fn sse_line() -> Self {
+        Self::new(
+            200,
+            "text/event-stream",
+            r#"data: {"choices":[{"index":0,"delta":{"content":""#,
+            "A",
+            "",
+        )
+    }
+
+    pub fn with_length(mut self) -> Self {
+        self.declare_length = true;
+        self
+    }
 }
 
 impl FakeReply {
@@ -44,7 +124,8 @@ impl FakeReply {
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
-        if let FakeReply::Json { headers, .. } = &mut self {
+        if let FakeReply::Json { headers, .. } | FakeReply::Flood(Flood { headers, .. }) = &mut self
+        {
             headers.push((name.to_owned(), value.to_owned()));
         }
         self
@@ -80,6 +161,7 @@ struct State {
     active: usize,
     max_active: usize,
     disconnects: usize,
+    flooded: Vec<u64>,
 }
 
 /// The server. It runs until the process ends.
@@ -131,6 +213,12 @@ impl FakeLlm {
         self.state.lock().unwrap().disconnects
     }
 
+    /// The body bytes each finished flood got into the socket before the client
+    /// hung up (or all of them, when it read everything).
+    pub fn flooded(&self) -> Vec<u64> {
+        self.state.lock().unwrap().flooded.clone()
+    }
+
     /// The most requests that were being answered at the same time.
     pub fn max_concurrent(&self) -> usize {
         self.state.lock().unwrap().max_active
@@ -158,7 +246,7 @@ impl FakeLlm {
                 self.state.lock().unwrap().disconnects += 1;
             }
         } else {
-            let _ = write_reply(&mut stream, reply);
+            let _ = write_reply(&mut stream, reply, &self.state);
         }
         self.state.lock().unwrap().active -= 1;
     }
@@ -194,7 +282,11 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
     })
 }
 
-fn write_reply(stream: &mut TcpStream, reply: FakeReply) -> std::io::Result<()> {
+fn write_reply(
+    stream: &mut TcpStream,
+    reply: FakeReply,
+    state: &Mutex<State>,
+) -> std::io::Result<()> {
     match reply {
         FakeReply::Json {
             status,
@@ -230,9 +322,48 @@ fn write_reply(stream: &mut TcpStream, reply: FakeReply) -> std::io::Result<()> 
         FakeReply::Hang => Ok(()),
         FakeReply::After(wait, reply) => {
             std::thread::sleep(wait);
-            write_reply(stream, *reply)
+            write_reply(stream, *reply, state)
+        }
+        FakeReply::Flood(flood) => {
+            let mut sent = 0;
+            let result = write_flood(stream, &flood, &mut sent);
+            state.lock().unwrap().flooded.push(sent);
+            result
         }
     }
+}
+
+fn write_flood(stream: &mut TcpStream, flood: &Flood, sent: &mut u64) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nConnection: close\r\n",
+        flood.status,
+        reason(flood.status),
+        flood.content_type
+    );
+    if flood.declare_length {
+        head.push_str(&format!("Content-Length: {}\r\n", flood.len));
+    }
+    for (name, value) in &flood.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    // One reusable block of whole `fill`s, so writes are large and nothing grows.
+    let block = flood.fill.repeat((64 * 1024 / flood.fill.len()).max(1));
+    let body = flood.len;
+    let tail = flood.tail.len() as u64;
+    let mut write = |bytes: &[u8], sent: &mut u64| -> std::io::Result<()> {
+        stream.write_all(bytes)?;
+        *sent += bytes.len() as u64;
+        Ok(())
+    };
+    write(flood.head.as_bytes(), sent)?;
+    while *sent + tail < body {
+        let room = (body - tail - *sent).min(block.len() as u64) as usize;
+        write(&block.as_bytes()[..room], sent)?;
+    }
+    write(flood.tail.as_bytes(), sent)?;
+    stream.flush()
 }
 
 /// Stays silent for up to 30 s; true when the client closes the connection first.
@@ -315,4 +446,52 @@ pub fn reply_request(system: &str, line: &str) -> bevy_npc_memory::ChatRequest {
             PromptMessage::new(Role::User, line),
         ],
     }
+}
+
+/// `time` as an HTTP date (IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub fn http_date(time: std::time::SystemTime) -> String {
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64;
+    let (days, of_day) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Walk the calendar year by year, then month by month: slow, obviously right.
+    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let (mut year, mut left) = (1970, days);
+    while left >= if leap(year) { 366 } else { 365 } {
+        left -= if leap(year) { 366 } else { 365 };
+        year += 1;
+    }
+    let lengths = [
+        31,
+        if leap(year) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let mut month = 0;
+    while left >= lengths[month] {
+        left -= lengths[month];
+        month += 1;
+    }
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {year} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        left + 1,
+        MONTHS[month],
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
 }

@@ -3,29 +3,36 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 
 use super::config::{ApiKey, OpenAiConfig};
+use super::redact::Redactor;
+use super::retry_after;
+use super::sse::SseReader;
 use super::think::{ThinkFilter, strip_think};
 use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions};
 use crate::llm::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    TokenUsage,
+    ResponsePart, TokenUsage,
 };
+
+/// The most characters of a server's explanation kept in an error: enough to read,
+/// too few to bloat logs, telemetry or a save.
+const REASON_CHARS: usize = 300;
 
 /// Talks to any server that speaks OpenAI's `/chat/completions`: DeepSeek,
 /// Doubao/Ark, OpenAI, Ollama, llama.cpp's `llama-server`, and most others.
 ///
 /// Replies stream; summaries do not. Failures are retried as [`RetryPolicy`]
-/// describes. Reasoning is kept out of replies. The API key never appears in
-/// `Debug` output, errors or logs.
+/// describes. Reasoning is kept out of replies. What is read from the server is
+/// capped by [`ResponseLimits`]. Neither the API key nor credentials in the
+/// `base_url` appear in `Debug` output, errors or logs.
 ///
 /// [`RetryPolicy`]: super::RetryPolicy
+/// [`ResponseLimits`]: super::ResponseLimits
 #[derive(Clone)]
 pub struct OpenAiBackend {
     inner: Arc<Inner>,
@@ -36,6 +43,7 @@ struct Inner {
     key: Option<ApiKey>,
     client: reqwest::Client,
     endpoint: String,
+    redactor: Redactor,
 }
 
 /// Why one attempt failed, and whether another may follow.
@@ -77,6 +85,7 @@ impl OpenAiBackend {
         Ok(Self {
             inner: Arc::new(Inner {
                 endpoint: config.endpoint(),
+                redactor: Redactor::new(&config.base_url, key.as_ref().map(ApiKey::expose)),
                 config,
                 key,
                 client,
@@ -181,15 +190,20 @@ impl Inner {
         if let Some(key) = &self.key {
             request = request.bearer_auth(key.expose());
         }
-        let response = request
+        let mut response = request
             .send()
             .await
             .map_err(|error| self.transport(&error))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let text = response.text().await.unwrap_or_default();
-            return Err(self.status_failure(status, retry_after, &text));
+            // A broken error body is no worse than a short one: keep what came.
+            let mut body = Vec::new();
+            let limit = self.config.limits.error_body;
+            let over = read_capped(&mut response, limit, &mut body)
+                .await
+                .unwrap_or(false);
+            return Err(self.status_failure(status, retry_after, &body, over));
         }
         if stream {
             self.read_stream(response, progress, shown).await
@@ -198,11 +212,19 @@ impl Inner {
         }
     }
 
-    async fn read_whole(&self, response: reqwest::Response) -> Result<ChatResponse, Failure> {
-        let bytes = response
-            .bytes()
+    async fn read_whole(&self, mut response: reqwest::Response) -> Result<ChatResponse, Failure> {
+        let limit = self.config.limits.json_body;
+        let declared = response.content_length().unwrap_or(0);
+        if declared > limit as u64 {
+            return Err(self.too_large(ResponsePart::Body, limit));
+        }
+        let mut bytes = Vec::with_capacity(declared as usize);
+        if read_capped(&mut response, limit, &mut bytes)
             .await
-            .map_err(|error| self.transport(&error))?;
+            .map_err(|error| self.transport(&error))?
+        {
+            return Err(self.too_large(ResponsePart::Body, limit));
+        }
         let completion: ChatCompletion = serde_json::from_slice(&bytes)
             .map_err(|error| self.malformed(format!("invalid JSON: {error}")))?;
         let usage = completion.usage.map(TokenUsage::from);
@@ -229,52 +251,66 @@ impl Inner {
 
     async fn read_stream(
         &self,
-        response: reqwest::Response,
+        mut response: reqwest::Response,
         progress: &Progress,
         shown: &mut bool,
     ) -> Result<ChatResponse, Failure> {
-        let mut events = response.bytes_stream().eventsource();
+        let limits = self.config.limits;
+        let mut reader = SseReader::new(limits.stream_event);
+        let mut events = Vec::new();
+        let mut received = 0usize;
         let mut filter = ThinkFilter::default();
         let mut content = String::new();
         let mut usage = None;
         let mut finish_reason = None;
         let mut done = false;
-        while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(event) => event,
+        'read: loop {
+            let bytes = match response.chunk().await {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => break,
                 // The connection broke mid-stream: the caller decides on a retry
                 // from `shown`, so a partly shown reply is never repeated.
                 Err(error) => {
                     let mut failure = self.truncated(content.chars().count());
                     failure.retryable = !*shown;
-                    tracing::debug!(target: crate::TELEMETRY_TARGET, provider = %self.config.provider, error = %self.scrub(error.to_string()), "stream broke");
+                    tracing::debug!(target: crate::TELEMETRY_TARGET, provider = %self.config.provider, error = %self.scrub(error_chain(&error)), "stream broke");
                     return Err(failure);
                 }
             };
-            if event.data.trim() == "[DONE]" {
-                done = true;
-                break;
+            received = received.saturating_add(bytes.len());
+            if received > limits.stream_total {
+                return Err(self.too_large(ResponsePart::Stream, limits.stream_total));
             }
-            let chunk: ChatCompletion = serde_json::from_str(&event.data)
-                .map_err(|error| self.malformed(format!("invalid JSON in the stream: {error}")))?;
-            if let Some(chunk_usage) = chunk.usage {
-                usage = Some(TokenUsage::from(chunk_usage));
-            }
-            let Some(choice) = chunk.choices.into_iter().next() else {
-                continue;
-            };
-            if let Some(text) = choice.delta.and_then(|delta| delta.content) {
-                let visible = if self.config.keep_reasoning {
-                    text
-                } else {
-                    filter.push(&text)
+            reader
+                .push(&bytes, &mut events)
+                .map_err(|_| self.too_large(ResponsePart::StreamEvent, limits.stream_event))?;
+            for data in events.drain(..) {
+                if data.trim() == "[DONE]" {
+                    done = true;
+                    break 'read;
+                }
+                let chunk: ChatCompletion = serde_json::from_str(&data).map_err(|error| {
+                    self.malformed(format!("invalid JSON in the stream: {error}"))
+                })?;
+                if let Some(chunk_usage) = chunk.usage {
+                    usage = Some(TokenUsage::from(chunk_usage));
+                }
+                let Some(choice) = chunk.choices.into_iter().next() else {
+                    continue;
                 };
-                *shown |= !visible.is_empty();
-                progress.delta(&visible);
-                content.push_str(&visible);
-            }
-            if choice.finish_reason.is_some() {
-                finish_reason = choice.finish_reason;
+                if let Some(text) = choice.delta.and_then(|delta| delta.content) {
+                    let visible = if self.config.keep_reasoning {
+                        text
+                    } else {
+                        filter.push(&text)
+                    };
+                    *shown |= !visible.is_empty();
+                    progress.delta(&visible);
+                    content.push_str(&visible);
+                }
+                if choice.finish_reason.is_some() {
+                    finish_reason = choice.finish_reason;
+                }
             }
         }
         if !done && finish_reason.is_none() {
@@ -300,7 +336,7 @@ impl Inner {
         } else {
             BackendError::Connection {
                 backend,
-                reason: self.scrub(error_chain(error)),
+                reason: shorten(&self.scrub(error_chain(error)), REASON_CHARS),
             }
         };
         Failure {
@@ -310,25 +346,25 @@ impl Inner {
         }
     }
 
+    /// The failure for an error status whose body starts with `body`; `over` says
+    /// the body went on past the limit.
     fn status_failure(
         &self,
         status: StatusCode,
         retry_after: Option<Duration>,
-        body: &str,
+        body: &[u8],
+        over: bool,
     ) -> Failure {
         let backend = self.config.provider.clone();
         let (error, retryable) = match status.as_u16() {
             401 | 403 => (BackendError::Auth { backend }, false),
             code => {
-                let reason = serde_json::from_str::<ErrorBody>(body)
-                    .map(|parsed| parsed.error.message)
-                    .unwrap_or_else(|_| body.chars().take(300).collect());
                 let retryable = matches!(code, 408 | 429 | 500..=599);
                 (
                     BackendError::Http {
                         backend,
                         status: code,
-                        reason: self.scrub(reason.trim().to_owned()),
+                        reason: self.error_reason(body, over),
                     },
                     retryable,
                 )
@@ -341,11 +377,51 @@ impl Inner {
         }
     }
 
+    /// The provider's message from a JSON error body, else the start of the body,
+    /// scrubbed and short.
+    fn error_reason(&self, body: &[u8], over: bool) -> String {
+        let mut text = utf8_prefix(body);
+        if over {
+            // A secret cut by the limit would not be found by the scrub: drop the
+            // tail it could start in.
+            let mut keep = text.len().saturating_sub(self.redactor.longest());
+            while !text.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            text.truncate(keep);
+        }
+        let message = match serde_json::from_str::<ErrorBody>(&text) {
+            Ok(parsed) if !over => parsed.error.message,
+            _ => text,
+        };
+        let mut reason = shorten(&self.scrub(message), REASON_CHARS);
+        if over {
+            let limit = self.config.limits.error_body;
+            reason.push_str(&format!(
+                " (the error body is over {limit} bytes; the rest was not read)"
+            ));
+        }
+        reason
+    }
+
+    fn too_large(&self, what: ResponsePart, limit: usize) -> Failure {
+        Failure {
+            error: BackendError::ResponseTooLarge {
+                backend: self.config.provider.clone(),
+                what,
+                limit,
+            },
+            retryable: false,
+            retry_after: None,
+        }
+    }
+
     fn malformed(&self, reason: String) -> Failure {
         Failure {
             error: BackendError::Malformed {
                 backend: self.config.provider.clone(),
-                reason: self.scrub(reason),
+                // serde quotes the offending value, which may be huge.
+                reason: shorten(&self.scrub(reason), REASON_CHARS),
             },
             retryable: false,
             retry_after: None,
@@ -363,24 +439,52 @@ impl Inner {
         }
     }
 
-    /// Servers sometimes echo credentials in error bodies; they never get further.
+    /// Servers sometimes echo credentials in error bodies, and HTTP errors name the
+    /// URL; they never get further.
     fn scrub(&self, text: String) -> String {
-        match &self.key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),
-            _ => text,
-        }
+        self.redactor.scrub(text)
     }
 }
 
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: f64 = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    retry_after::parse(headers.get(RETRY_AFTER)?.to_str().ok()?, SystemTime::now())
+}
+
+/// Reads the rest of `response` into `body`, stopping at `limit` bytes. True when
+/// the server had more: the rest is never read, and dropping the response closes
+/// the connection.
+async fn read_capped(
+    response: &mut reqwest::Response,
+    limit: usize,
+    body: &mut Vec<u8>,
+) -> Result<bool, reqwest::Error> {
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit.saturating_sub(body.len());
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok(true);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(false)
+}
+
+/// `bytes` as text, without the start of a character a cut left at the end.
+fn utf8_prefix(bytes: &[u8]) -> String {
+    let end = match std::str::from_utf8(bytes) {
+        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+        _ => bytes.len(),
+    };
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// At most `max_chars` characters of `text`, trimmed, with `…` when cut.
+fn shorten(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", text[..at].trim_end()),
+        None => text.to_owned(),
+    }
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

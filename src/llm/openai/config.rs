@@ -89,6 +89,51 @@ impl RetryPolicy {
     }
 }
 
+/// The most bytes read from a server for each part of an answer. A server that
+/// sends more gets [`BackendError::ResponseTooLarge`] (or, for an error body, an
+/// error that keeps only the start), and reading stops there: a misbehaving or
+/// hostile server can neither fill memory nor keep an NPC waiting.
+///
+/// The defaults are far above what a chat reply needs. Raise them only for a
+/// model that legitimately sends more, such as one streaming very long reasoning.
+///
+/// ```
+/// use bevy_npc_memory::{OpenAiConfig, ResponseLimits};
+///
+/// let config = OpenAiConfig::deepseek().with_limits(ResponseLimits {
+///     stream_total: 32 << 20,
+///     ..ResponseLimits::default()
+/// });
+/// assert_eq!(config.limits.stream_event, 1 << 20);
+/// ```
+///
+/// [`BackendError::ResponseTooLarge`]: crate::BackendError::ResponseTooLarge
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseLimits {
+    /// The body of an error status (4xx, 5xx). Only its first few hundred
+    /// characters reach the error message. Default 64 KiB.
+    pub error_body: usize,
+    /// The whole body of an answer that is not streamed (summaries, and replies
+    /// when streaming is off). Default 4 MiB.
+    pub json_body: usize,
+    /// Everything one streamed reply sends, framing and reasoning included: each
+    /// token costs about 100 to 200 bytes of framing. Default 8 MiB.
+    pub stream_total: usize,
+    /// One line of a stream, and the data of one event. Default 1 MiB.
+    pub stream_event: usize,
+}
+
+impl Default for ResponseLimits {
+    fn default() -> Self {
+        Self {
+            error_body: 64 << 10,
+            json_body: 4 << 20,
+            stream_total: 8 << 20,
+            stream_event: 1 << 20,
+        }
+    }
+}
+
 /// Settings of an [`OpenAiBackend`](super::OpenAiBackend). Start from a preset.
 ///
 /// ```
@@ -97,12 +142,18 @@ impl RetryPolicy {
 /// let config = OpenAiConfig::deepseek().with_summary_model("deepseek-chat");
 /// assert_eq!(config.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+///
+/// `Debug` output shows `base_url` without its userinfo or query values, since a
+/// URL may carry credentials.
+#[derive(Clone, PartialEq)]
 pub struct OpenAiConfig {
     /// A short name for logs and errors, e.g. `"deepseek"`.
     pub provider: String,
     /// The API root, up to and including `/v1` (or the provider's equivalent).
-    /// Requests go to `{base_url}/chat/completions`.
+    /// Requests go to `{base_url}/chat/completions`; a query such as
+    /// `?api-version=...` stays at the end. Credentials written here (as
+    /// `user:pass@` or a `key`/`token` query parameter) are sent, but redacted from
+    /// errors, logs and `Debug` output.
     pub base_url: String,
     /// The model for replies.
     pub model: String,
@@ -129,6 +180,8 @@ pub struct OpenAiConfig {
     pub keep_reasoning: bool,
     /// Retries and backoff.
     pub retry: RetryPolicy,
+    /// The most bytes read from the server for each part of an answer.
+    pub limits: ResponseLimits,
 }
 
 impl OpenAiConfig {
@@ -153,6 +206,7 @@ impl OpenAiConfig {
             stream: true,
             keep_reasoning: false,
             retry: RetryPolicy::default(),
+            limits: ResponseLimits::default(),
         }
     }
 
@@ -209,8 +263,63 @@ impl OpenAiConfig {
         self
     }
 
+    /// Uses other limits on what is read from the server.
+    pub fn with_limits(mut self, limits: ResponseLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     pub(crate) fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        let (root, query) = match self.base_url.split_once('?') {
+            Some((root, query)) => (root, Some(query)),
+            None => (self.base_url.as_str(), None),
+        };
+        let mut endpoint = format!("{}/chat/completions", root.trim_end_matches('/'));
+        if let Some(query) = query {
+            endpoint.push('?');
+            endpoint.push_str(query);
+        }
+        endpoint
+    }
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every field, so nothing is hidden by accident; only the URL is redacted.
+        let Self {
+            provider,
+            base_url,
+            model,
+            summary_model,
+            api_key_env,
+            connect_timeout,
+            read_timeout,
+            max_tokens,
+            summary_max_tokens,
+            temperature,
+            summary_temperature,
+            stream,
+            keep_reasoning,
+            retry,
+            limits,
+        } = self;
+        f.debug_struct("OpenAiConfig")
+            .field("provider", provider)
+            .field("base_url", &super::redact::redact_url(base_url))
+            .field("model", model)
+            .field("summary_model", summary_model)
+            .field("api_key_env", api_key_env)
+            .field("connect_timeout", connect_timeout)
+            .field("read_timeout", read_timeout)
+            .field("max_tokens", max_tokens)
+            .field("summary_max_tokens", summary_max_tokens)
+            .field("temperature", temperature)
+            .field("summary_temperature", summary_temperature)
+            .field("stream", stream)
+            .field("keep_reasoning", keep_reasoning)
+            .field("retry", retry)
+            .field("limits", limits)
+            .finish()
     }
 }
 
@@ -233,6 +342,7 @@ mod tests {
             policy.delay(0, Some(Duration::from_secs(3600)), 0.5),
             policy.max_delay
         );
+        assert_eq!(policy.delay(0, Some(Duration::MAX), 0.5), policy.max_delay);
     }
 
     #[test]
@@ -246,6 +356,29 @@ mod tests {
         assert_eq!(
             OpenAiConfig::llama_cpp("http://127.0.0.1:8080/v1/").endpoint(),
             "http://127.0.0.1:8080/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_at_the_end_of_the_endpoint() {
+        assert_eq!(
+            OpenAiConfig::custom("azure", "https://host/v1/?api-version=2024-06-01", "m")
+                .endpoint(),
+            "https://host/v1/chat/completions?api-version=2024-06-01"
+        );
+    }
+
+    #[test]
+    fn debug_output_redacts_credentials_in_the_url() {
+        let config = OpenAiConfig::custom("x", "https://bob:hunter22@host/v1?key=k-123456", "m");
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains("https://<redacted>@host/v1?key=<redacted>"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter22") && !shown.contains("k-123456"),
+            "{shown}"
         );
     }
 }

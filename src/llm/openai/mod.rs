@@ -2,8 +2,11 @@
 
 mod client;
 mod config;
+mod redact;
+mod retry_after;
+mod sse;
 mod think;
 mod wire;
 
 pub use client::OpenAiBackend;
-pub use config::{ApiKey, OpenAiConfig, RetryPolicy};
+pub use config::{ApiKey, OpenAiConfig, ResponseLimits, RetryPolicy};
