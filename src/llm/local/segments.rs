@@ -43,9 +43,9 @@ pub(crate) fn chatml(messages: &[PromptMessage]) -> Vec<Segment> {
 }
 
 /// Stands for one message's text while the template is rendered. The marker
-/// character is from the Private Use Area and the nonce is chosen so that no
-/// message contains the prefix, so a sentinel can never be confused with text a
-/// player typed.
+/// character is from the Private Use Area and the nonce is random and checked
+/// against every message, so a sentinel can never be confused with text a player
+/// typed, nor guessed in advance.
 pub(crate) struct Sentinels {
     prefix: String,
     /// The nonce alone: if the template mangled a sentinel, what is left of it
@@ -58,17 +58,31 @@ const MARK: char = '\u{F8FF}';
 impl Sentinels {
     /// Sentinels that occur in none of `contents`.
     pub(crate) fn new<'a>(contents: impl Iterator<Item = &'a str> + Clone) -> Self {
-        let mut nonce = 0u64;
-        loop {
-            let tag = format!("npc-memory-{nonce:x}");
+        let random = std::iter::repeat_with(|| {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        });
+        Self::with_nonces(contents, random)
+    }
+
+    /// The first of `nonces` whose sentinels occur in none of `contents`.
+    fn with_nonces<'a>(
+        contents: impl Iterator<Item = &'a str> + Clone,
+        nonces: impl Iterator<Item = u64>,
+    ) -> Self {
+        for nonce in nonces {
+            // Fixed width: no tag is the start of another.
+            let tag = format!("npc-memory-{nonce:016x}");
             if !contents.clone().any(|text| text.contains(&tag)) {
                 return Self {
                     prefix: format!("{MARK}{tag}:"),
                     tag,
                 };
             }
-            nonce += 1;
         }
+        unreachable!("the nonces never end")
     }
 
     /// The sentinel for message `index`.
@@ -138,12 +152,14 @@ mod tests {
     #[test]
     fn sentinels_avoid_every_content_and_cut_where_the_messages_were() {
         let contents = vec![
-            "npc-memory-0 typed by a player".to_owned(),
-            "npc-memory-1, too".to_owned(),
+            "npc-memory-0000000000000000 typed by a player".to_owned(),
+            "npc-memory-0000000000000001, too".to_owned(),
             format!("even {MARK}"),
         ];
-        let sentinels = Sentinels::new(contents.iter().map(String::as_str));
-        assert_eq!(sentinels.tag, "npc-memory-2");
+        let sentinels = Sentinels::with_nonces(contents.iter().map(String::as_str), 0..);
+        assert_eq!(sentinels.tag, "npc-memory-0000000000000002");
+        let random = Sentinels::new(contents.iter().map(String::as_str));
+        assert_ne!(random.tag, Sentinels::new(std::iter::empty()).tag);
         let rendered = format!(
             "<s>[SYS]{}[/SYS]\n{} and again {}[END]",
             sentinels.mark(0),

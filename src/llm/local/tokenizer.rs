@@ -22,9 +22,12 @@ use llama_cpp_2::vocab::LlamaVocab;
 use super::segments::Segment;
 
 /// A token of the model's vocabulary that only a chat template may produce: a
-/// control token such as `<|im_end|>`, a user-defined one, or the unknown-token
-/// marker (the tokens llama.cpp parses out of text when asked to). Message text
-/// never becomes one of these; see [`LocalLlmBackend::special_tokens`].
+/// control token such as `<|im_end|>`, or a user-defined one (an added token such
+/// as Qwen's `<tool_call>`, which llama.cpp matches even in plain text). Message
+/// text never becomes one of these; see [`LocalLlmBackend::special_tokens`].
+///
+/// User-defined tokens that are only whitespace (runs of spaces or newlines in
+/// some vocabularies) are ordinary text and not listed.
 ///
 /// [`LocalLlmBackend::special_tokens`]: super::LocalLlmBackend::special_tokens
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -44,14 +47,16 @@ struct Special {
     lstrip: bool,
     /// Whitespace after it is dropped when it is matched.
     rstrip: bool,
+    /// Message text must not yield it.
+    forbidden: bool,
 }
 
 /// Tokenizes prompts for one vocabulary.
 pub(crate) struct PromptTokenizer {
     /// Longest text first, the order in which llama.cpp matches them.
     specials: Vec<Special>,
-    /// Every token llama.cpp treats as special, including those without usable text.
-    ids: HashSet<i32>,
+    /// The tokens message text must not yield, including those without usable text.
+    forbidden: HashSet<i32>,
 }
 
 /// A piece of template text: plain text, or the special token at this index.
@@ -62,46 +67,53 @@ enum Piece<'a> {
 }
 
 impl PromptTokenizer {
-    /// Reads the vocabulary's special tokens: the same set llama.cpp parses out of
-    /// text with special parsing on (control, user-defined and unknown tokens).
+    /// Reads the vocabulary's special tokens: the set llama.cpp parses out of text
+    /// with special parsing on (control, user-defined and unknown tokens), and
+    /// which of them message text must not yield.
     pub(crate) fn new(vocab: &LlamaVocab) -> Self {
         let mut specials = Vec::new();
-        let mut ids = HashSet::new();
+        let mut forbidden = HashSet::new();
         for token in vocab.tokens() {
             let attr = vocab.attr(token);
-            if !attr.intersects(
-                LlamaTokenAttr::Control | LlamaTokenAttr::UserDefined | LlamaTokenAttr::Unknown,
-            ) {
+            let control = attr.contains(LlamaTokenAttr::Control);
+            let user = attr.contains(LlamaTokenAttr::UserDefined);
+            if !(control || user || attr.contains(LlamaTokenAttr::Unknown)) {
                 continue;
             }
-            ids.insert(token.0);
+            let text = vocab.text(token).and_then(|text| text.to_str().ok());
+            let banned = banned(control, user, text);
+            if banned {
+                forbidden.insert(token.0);
+            }
             // A token without text cannot be typed, nor matched in a template.
-            let Some(text) = vocab.text(token).and_then(|text| text.to_str().ok()) else {
+            let Some(text) = text.filter(|text| !text.is_empty()) else {
                 continue;
             };
-            if text.is_empty() {
-                continue;
-            }
             specials.push(Special {
                 token,
                 text: text.to_owned(),
                 lstrip: attr.contains(LlamaTokenAttr::LStrip),
                 rstrip: attr.contains(LlamaTokenAttr::RStrip),
+                forbidden: banned,
             });
         }
-        Self::from_specials(specials, ids)
+        Self::from_specials(specials, forbidden)
     }
 
-    fn from_specials(mut specials: Vec<Special>, ids: HashSet<i32>) -> Self {
+    fn from_specials(mut specials: Vec<Special>, forbidden: HashSet<i32>) -> Self {
         specials.sort_by_key(|s| std::cmp::Reverse(s.text.len()));
-        Self { specials, ids }
+        Self {
+            specials,
+            forbidden,
+        }
     }
 
-    /// The special tokens that have text, by id.
+    /// The special tokens message text must not yield that have text, by id.
     pub(crate) fn special_tokens(&self) -> Vec<SpecialToken> {
         let mut out: Vec<SpecialToken> = self
             .specials
             .iter()
+            .filter(|s| s.forbidden)
             .map(|s| SpecialToken {
                 id: s.token.0,
                 text: s.text.clone(),
@@ -111,8 +123,8 @@ impl PromptTokenizer {
         out
     }
 
-    fn is_special(&self, token: LlamaToken) -> bool {
-        self.ids.contains(&token.0)
+    fn is_forbidden(&self, token: LlamaToken) -> bool {
+        self.forbidden.contains(&token.0)
     }
 
     /// The prompt's tokens: BOS and EOS as the model asks for them (what
@@ -189,14 +201,14 @@ impl PromptTokenizer {
             return;
         }
         let tokens = vocab.tokenize(text.as_bytes(), false, false);
-        if !tokens.iter().any(|&t| self.is_special(t)) {
+        if !tokens.iter().any(|&t| self.is_forbidden(t)) {
             out.extend(tokens);
             return;
         }
         // Cut every occurrence of a special token's text after its first character,
         // so no piece holds a whole one; overlapping occurrences are each cut.
         let mut cuts = BTreeSet::new();
-        for special in &self.specials {
+        for special in self.specials.iter().filter(|s| s.forbidden) {
             let mut from = 0;
             while let Some(at) = text[from..].find(special.text.as_str()) {
                 let start = from + at;
@@ -211,11 +223,19 @@ impl PromptTokenizer {
                 let piece = vocab.tokenize(&text.as_bytes()[start..end], false, false);
                 // Left only for a one-character special token, or one whose text is
                 // not UTF-8: such a character is dropped rather than obeyed.
-                out.extend(piece.into_iter().filter(|&t| !self.is_special(t)));
+                out.extend(piece.into_iter().filter(|&t| !self.is_forbidden(t)));
             }
             start = end;
         }
     }
+}
+
+/// Whether message text must not yield a token: any control token, and any
+/// user-defined one but whitespace. `<unk>` stands for text the vocabulary cannot
+/// spell, and whitespace means nothing more for being one token: both are fine.
+fn banned(control: bool, user_defined: bool, text: Option<&str>) -> bool {
+    let blank = text.is_some_and(|t| !t.is_empty() && t.chars().all(char::is_whitespace));
+    control || (user_defined && !blank)
 }
 
 /// C's `isspace`, which llama.cpp uses to strip around special tokens.
@@ -235,6 +255,7 @@ mod tests {
                 text: text.to_owned(),
                 lstrip,
                 rstrip,
+                forbidden: true,
             })
             .collect();
         let ids = specials.iter().map(|s| s.token.0).collect();
@@ -268,6 +289,17 @@ mod tests {
         );
         assert_eq!(show(&t, "a<|imb"), ["a", "#3", "b"]);
         assert_eq!(show(&t, "plain"), ["plain"]);
+    }
+
+    #[test]
+    fn control_and_user_defined_tokens_are_banned_from_text_but_whitespace_and_unk_are_not() {
+        assert!(banned(true, false, Some("<|im_end|>")));
+        assert!(banned(true, false, Some("\n")));
+        assert!(banned(false, true, Some("<tool_call>")));
+        assert!(banned(false, true, None), "text that is not UTF-8");
+        assert!(!banned(false, true, Some("\n\n")));
+        assert!(!banned(false, true, Some("    ")));
+        assert!(!banned(false, false, Some("<unk>")));
     }
 
     #[test]
@@ -369,6 +401,7 @@ mod tests {
                 text: " Hello".to_owned(),
                 lstrip: false,
                 rstrip: false,
+                forbidden: true,
             };
             let tokenizer =
                 PromptTokenizer::from_specials(vec![pretend], HashSet::from([word[0].0]));
