@@ -12,8 +12,10 @@ bash scripts/setup.sh
 NPC_MEMORY_TEST_MODEL="$(bash scripts/fetch-model.sh --path)"
 bash scripts/fetch-model.sh >/dev/null
 export NPC_MEMORY_TEST_MODEL
-bash scripts/llama-server.sh start
+# The trap comes first: a start that fails or is interrupted after launching the
+# server still stops it (stop only ever kills the PID that start recorded).
 trap 'bash scripts/llama-server.sh stop' EXIT
+bash scripts/llama-server.sh start
 LLAMA_SERVER_URL="$(bash scripts/llama-server.sh url)"
 export LLAMA_SERVER_URL
 

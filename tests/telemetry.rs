@@ -71,3 +71,60 @@ fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
     assert!(events[11]["reason"].as_str().unwrap().contains("boom"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_second_run_appends_to_the_trace_and_the_cap_rotates_it() {
+    let dir = support::temp_dir("trace-append");
+    let path = dir.join("trace.jsonl");
+    let run = |line: &str, limit: Option<u64>| {
+        let backend = ScriptedBackend::new();
+        backend.push_reply("Logged.");
+        let mut plugin = seed_sized(backend).with_trace_file(&path);
+        if let Some(limit) = limit {
+            plugin = plugin.with_trace_file_limit(limit);
+        }
+        let mut h = Harness::new(plugin);
+        h.spawn("echo7", persona("ECHO-7"));
+        h.say("echo7", line);
+        h.wait_for_replies(1);
+        h.settle();
+    };
+    let said = |events: &[serde_json::Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == "request" && e["purpose"] == "reply")
+            .map(|e| {
+                let messages = e["messages"].as_array().unwrap();
+                messages.last().unwrap()["content"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+
+    run("I'm Alex.", None);
+    run("Where now?", None);
+    assert_eq!(
+        said(&read_trace(&path)),
+        ["I'm Alex.", "Where now?"],
+        "the first run's lines are kept"
+    );
+    let rotated = dir.join("trace.jsonl.1");
+    assert!(!rotated.exists(), "far below the default cap");
+
+    // With a cap smaller than one run's lines, the third run rotates the file; the
+    // newest lines are all in the two files, each line whole.
+    let before = std::fs::metadata(&path).unwrap().len();
+    run("Third line.", Some(before));
+    let mut events = read_trace(&rotated);
+    events.extend(read_trace(&path));
+    let said = said(&events);
+    assert_eq!(said.last().map(String::as_str), Some("Third line."));
+    let sizes = [&path, &rotated].map(|p| std::fs::metadata(p).unwrap().len());
+    assert!(
+        sizes.iter().all(|&size| size <= before),
+        "{sizes:?} > {before}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

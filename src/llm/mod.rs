@@ -16,7 +16,7 @@ pub use backend::{
 #[cfg(feature = "local-llm")]
 pub use local::{
     ChatTemplateSource, DEFAULT_MODEL_PATH, GenerationStats, LocalLlmBackend, LocalLlmConfig,
-    MaxTokensPolicy, ModelStatus, SummaryForm,
+    MaxTokensPolicy, ModelStatus, SpecialToken, SummaryForm,
 };
 pub use offline::OfflineBackend;
 #[cfg(feature = "http")]

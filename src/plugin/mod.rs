@@ -32,7 +32,7 @@ pub use persistence::{
 };
 pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;
-pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent};
+pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::llm::{ChatBackend, OfflineBackend};
@@ -73,6 +73,7 @@ pub struct NpcMemoryPlugin {
     summary_backend: Option<Arc<dyn ChatBackend>>,
     runtime: Option<tokio::runtime::Handle>,
     trace_file: Option<PathBuf>,
+    trace_file_limit: u64,
     saves: SaveSettings,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
@@ -87,6 +88,7 @@ impl Default for NpcMemoryPlugin {
             summary_backend: None,
             runtime: None,
             trace_file: None,
+            trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
             saves: SaveSettings::default(),
             #[cfg(feature = "local-llm")]
             local_models: [None, None],
@@ -156,9 +158,19 @@ impl NpcMemoryPlugin {
         self
     }
 
-    /// Also writes telemetry as JSON lines to `path`.
+    /// Also appends telemetry as JSON lines to `path`. Past a size cap
+    /// ([`TraceFile::DEFAULT_MAX_BYTES`] unless set with
+    /// [`with_trace_file_limit`](Self::with_trace_file_limit)) the file is rotated
+    /// to `<path>.1`; see [`TraceFile`].
     pub fn with_trace_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.trace_file = Some(path.into());
+        self
+    }
+
+    /// Sets the trace file's size cap, in bytes. Only matters with
+    /// [`with_trace_file`](Self::with_trace_file).
+    pub fn with_trace_file_limit(mut self, max_bytes: u64) -> Self {
+        self.trace_file_limit = max_bytes;
         self
     }
 }
@@ -170,7 +182,10 @@ impl Plugin for NpcMemoryPlugin {
             "NpcMemoryPlugin needs AssetPlugin: add DefaultPlugins, or AssetPlugin::default() next to MinimalPlugins, before it"
         );
         let telemetry = match &self.trace_file {
-            Some(path) => Telemetry::with_file(path).unwrap_or_else(|error| {
+            Some(path) => Telemetry::with_trace_file(
+                TraceFile::new(path.clone()).with_max_bytes(self.trace_file_limit),
+            )
+            .unwrap_or_else(|error| {
                 tracing::error!(
                     "could not open the trace file {}: {error}; tracing to the log only",
                     path.display()

@@ -6,11 +6,14 @@
 //! between two tokens while running.
 
 mod config;
+mod segments;
 mod status;
 mod template;
+mod tokenizer;
 mod worker;
 
 use std::fmt;
+use std::future::Future;
 use std::path::Path;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -20,10 +23,12 @@ use tokio::sync::oneshot;
 
 pub use config::{DEFAULT_MODEL_PATH, LocalLlmConfig, MaxTokensPolicy, SummaryForm};
 pub use status::{ChatTemplateSource, GenerationStats, ModelStatus};
+pub use tokenizer::SpecialToken;
 
 use crate::llm::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
+use crate::memory::PromptMessage;
 use status::Shared;
-use worker::Job;
+use worker::{Job, Work};
 
 /// Runs a GGUF model in-process with llama.cpp, on its own thread.
 ///
@@ -38,6 +43,10 @@ use worker::Job;
 ///   reach the stream.
 /// - **The prompt format** is the GGUF's own chat template, or ChatML with a
 ///   warning when the file has none.
+/// - **Only the template speaks in special tokens.** Message text is always read
+///   as plain text: a player who types `<|im_end|><|im_start|>system` gets those
+///   characters, never the control tokens. [`tokenize_prompt`](Self::tokenize_prompt)
+///   shows what the model reads.
 /// - **Prompts longer than the context** lose their oldest messages first, the way
 ///   the memory window trims (the system prompt and the newest message stay). If even
 ///   that does not fit, the request fails with [`BackendError::PromptTooLong`].
@@ -63,7 +72,7 @@ struct Inner {
     name: String,
     // The worker reads jobs from the other end; a Mutex keeps `Inner` Sync on
     // every supported Rust regardless of the sender's own guarantees.
-    jobs: Mutex<Sender<Job>>,
+    jobs: Mutex<Sender<Work>>,
     shared: Arc<Shared>,
 }
 
@@ -138,6 +147,52 @@ impl LocalLlmBackend {
     pub fn same_model(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
+
+    /// The token ids the model reads for `messages` sent as a reply request: the
+    /// chat template's own tokens, the messages' text as plain text, trimmed to the
+    /// context as a reply would be. For debugging prompt formats and for tests. It
+    /// waits for the model to load and behind queued requests, so await it off the
+    /// frame; it fails as a request would (e.g. [`BackendError::PromptTooLong`]).
+    pub fn tokenize_prompt(
+        &self,
+        messages: &[PromptMessage],
+    ) -> impl Future<Output = Result<Vec<i32>, BackendError>> + Send + 'static {
+        let messages = messages.to_vec();
+        self.ask(|reply| Work::Tokenize { messages, reply })
+    }
+
+    /// The vocabulary's special tokens that have text (see [`SpecialToken`]), by
+    /// id: what only the chat template may produce. Waits for the model like
+    /// [`tokenize_prompt`](Self::tokenize_prompt).
+    pub fn special_tokens(
+        &self,
+    ) -> impl Future<Output = Result<Vec<SpecialToken>, BackendError>> + Send + 'static {
+        self.ask(|reply| Work::SpecialTokens { reply })
+    }
+
+    /// Queues work for the worker and waits for its answer.
+    fn ask<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(oneshot::Sender<Result<T, BackendError>>) -> Work,
+    ) -> impl Future<Output = Result<T, BackendError>> + Send + 'static {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.inner.send(work(reply));
+        let name = self.inner.name.clone();
+        async move {
+            sent?;
+            answer.await.unwrap_or_else(|_| Err(worker_gone(&name)))
+        }
+    }
+}
+
+impl Inner {
+    fn send(&self, work: Work) -> Result<(), BackendError> {
+        self.jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(work)
+            .map_err(|_| worker_gone(&self.name))
+    }
 }
 
 impl fmt::Debug for LocalLlmBackend {
@@ -163,14 +218,7 @@ impl ChatBackend for LocalLlmBackend {
                 progress,
                 reply,
             };
-            let sent = inner
-                .jobs
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .send(job);
-            if sent.is_err() {
-                return Err(worker_gone(&inner.name));
-            }
+            inner.send(Work::Chat(job))?;
             // If this future is dropped here, `answer` closes and the worker skips
             // or stops the job.
             answer

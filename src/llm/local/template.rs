@@ -1,24 +1,9 @@
-//! Turning messages into prompt text, the compact summary form, and stop sequences.
+//! Prompts, the compact summary form, and stop sequences.
 //!
 //! Everything here is plain text work, independent of llama.cpp, so it is tested
 //! without a model.
 
 use crate::memory::{PromptMessage, Role, SummaryInput};
-
-/// ChatML, the format many instruct models were tuned on. Used when a GGUF carries
-/// no chat template, or one llama.cpp cannot apply.
-pub(crate) fn chatml(messages: &[PromptMessage]) -> String {
-    let mut out = String::new();
-    for message in messages {
-        out.push_str("<|im_start|>");
-        out.push_str(message.role.as_str());
-        out.push('\n');
-        out.push_str(&message.content);
-        out.push_str("<|im_end|>\n");
-    }
-    out.push_str("<|im_start|>assistant\n");
-    out
-}
 
 /// What the model is asked and what its answer starts with.
 #[derive(Clone, Debug)]
@@ -401,18 +386,6 @@ mod tests {
         assert_eq!(buffer.push(&bytes[..1]), "");
         assert_eq!(buffer.push(&bytes[1..]), "é!");
         assert_eq!(buffer.push(&[0xff, b'a']), "\u{FFFD}a");
-    }
-
-    #[test]
-    fn chatml_ends_with_an_open_assistant_turn() {
-        let prompt = chatml(&[
-            PromptMessage::new(Role::System, "Be brief."),
-            PromptMessage::new(Role::User, "Hi"),
-        ]);
-        assert_eq!(
-            prompt,
-            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
-        );
     }
 
     fn message(index: u64, role: Role, content: &str) -> ChatMessage {

@@ -23,10 +23,10 @@ use llama_cpp_2::{LogOptions, send_logs_to_tracing};
 use tokio::sync::oneshot;
 
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+use super::segments::{Segment, Sentinels, chatml, content_of};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
-use super::template::{
-    Prompt, StopScanner, Utf8Buffer, chatml, compact_questions, compose_compact,
-};
+use super::template::{Prompt, StopScanner, Utf8Buffer, compact_questions, compose_compact};
+use super::tokenizer::{PromptTokenizer, SpecialToken};
 use crate::llm::{
     BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
 };
@@ -42,9 +42,24 @@ pub(crate) struct Job {
     pub(crate) reply: oneshot::Sender<Result<ChatResponse, BackendError>>,
 }
 
+/// What the worker is asked to do.
+pub(crate) enum Work {
+    /// Answer a request.
+    Chat(Job),
+    /// Say which tokens the model would read for these messages as a reply prompt.
+    Tokenize {
+        messages: Vec<PromptMessage>,
+        reply: oneshot::Sender<Result<Vec<i32>, BackendError>>,
+    },
+    /// List the vocabulary's special tokens.
+    SpecialTokens {
+        reply: oneshot::Sender<Result<Vec<SpecialToken>, BackendError>>,
+    },
+}
+
 /// llama.cpp's global state may be set up once per process, but a game may create
 /// several backends (or recreate one), so they share it.
-fn llama(logs: bool) -> Result<&'static LlamaBackend, String> {
+pub(super) fn llama(logs: bool) -> Result<&'static LlamaBackend, String> {
     static LLAMA: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     LLAMA
         .get_or_init(|| {
@@ -75,21 +90,26 @@ fn yield_to_the_game(_niceness: i32) {}
 
 /// Marks the model failed and answers every request with why, until every handle
 /// to the backend is gone, so nothing waits forever on a model that will never come.
-fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Job>, reason: String) {
+fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Work>, reason: String) {
     tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
     shared.set_status(ModelStatus::Failed {
         reason: reason.clone(),
     });
-    for job in jobs {
-        let _ = job.reply.send(Err(BackendError::ModelUnavailable {
-            backend: name.to_owned(),
-            reason: reason.clone(),
-        }));
+    let unavailable = || BackendError::ModelUnavailable {
+        backend: name.to_owned(),
+        reason: reason.clone(),
+    };
+    for work in jobs {
+        match work {
+            Work::Chat(job) => drop(job.reply.send(Err(unavailable()))),
+            Work::Tokenize { reply, .. } => drop(reply.send(Err(unavailable()))),
+            Work::SpecialTokens { reply } => drop(reply.send(Err(unavailable()))),
+        }
     }
 }
 
 /// The worker's loop. Returns when every handle to the backend is gone.
-pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, jobs: Receiver<Job>) {
+pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, jobs: Receiver<Work>) {
     yield_to_the_game(config.inference_niceness);
     let started = Instant::now();
     let loaded = catch_unwind(AssertUnwindSafe(|| load(&config)))
@@ -114,18 +134,29 @@ pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, job
         template: model.template_source(),
         context_size: engine.n_ctx,
     });
-    for job in jobs {
-        if job.reply.is_closed() {
-            // Cancelled while it waited in the queue.
-            continue;
+    let panicked = || BackendError::Other("the local model panicked".to_owned());
+    for work in jobs {
+        match work {
+            // A closed reply was cancelled while it waited in the queue.
+            Work::Chat(job) if !job.reply.is_closed() => {
+                let result = catch_unwind(AssertUnwindSafe(|| engine.answer(&job)))
+                    .unwrap_or_else(|_| Err(panicked()));
+                let result = result.map(|(response, stats)| {
+                    shared.record(stats);
+                    response
+                });
+                let _ = job.reply.send(result);
+            }
+            Work::Tokenize { messages, reply } if !reply.is_closed() => {
+                let result = catch_unwind(AssertUnwindSafe(|| engine.reply_tokens(&messages)))
+                    .unwrap_or_else(|_| Err(panicked()));
+                let _ = reply.send(result);
+            }
+            Work::SpecialTokens { reply } => {
+                let _ = reply.send(Ok(model.tokenizer.special_tokens()));
+            }
+            Work::Chat(_) | Work::Tokenize { .. } => {}
         }
-        let result = catch_unwind(AssertUnwindSafe(|| engine.answer(&job)))
-            .unwrap_or_else(|_| Err(BackendError::Other("the local model panicked".to_owned())));
-        let result = result.map(|(response, stats)| {
-            shared.record(stats);
-            response
-        });
-        let _ = job.reply.send(result);
     }
 }
 
@@ -134,6 +165,7 @@ struct Loaded {
     model: LlamaModel,
     llama: &'static LlamaBackend,
     template: Option<LlamaChatTemplate>,
+    tokenizer: PromptTokenizer,
 }
 
 impl Loaded {
@@ -169,10 +201,12 @@ fn load(config: &LocalLlmConfig) -> Result<Loaded, String> {
             None
         }
     };
+    let tokenizer = PromptTokenizer::new(&model.vocab());
     Ok(Loaded {
         model,
         llama,
         template,
+        tokenizer,
     })
 }
 
@@ -336,9 +370,7 @@ impl<'m> Engine<'m> {
         prompt: &Prompt,
         limits: &Limits,
     ) -> Result<Generation, BackendError> {
-        // Never let the answer's reserve eat more than half the context.
-        let max_tokens = limits.max_tokens.min(self.n_ctx / 2).max(1);
-        let limit = (self.n_ctx - max_tokens) as usize;
+        let (max_tokens, limit) = self.budget(limits.max_tokens);
         let tokens = self.fit(prompt, limit)?;
 
         let started = Instant::now();
@@ -406,6 +438,20 @@ impl<'m> Engine<'m> {
         })
     }
 
+    /// Tokens for the answer and the most tokens left for the prompt. The answer's
+    /// reserve never eats more than half the context.
+    fn budget(&self, max_tokens: u32) -> (u32, usize) {
+        let max_tokens = max_tokens.min(self.n_ctx / 2).max(1);
+        (max_tokens, (self.n_ctx - max_tokens) as usize)
+    }
+
+    /// The token ids of `messages` as a reply prompt, trimmed as a reply would be.
+    fn reply_tokens(&mut self, messages: &[PromptMessage]) -> Result<Vec<i32>, BackendError> {
+        let (_, limit) = self.budget(self.config.max_tokens);
+        let tokens = self.fit(&Prompt::plain(messages), limit)?;
+        Ok(tokens.into_iter().map(|token| token.0).collect())
+    }
+
     /// Tokens of the prompt, trimmed to `limit` the way the memory window trims:
     /// the system prompt and the newest message stay, the oldest messages leave
     /// first, and what is left starts with a player line.
@@ -414,13 +460,13 @@ impl<'m> Engine<'m> {
         let first = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
         let mut dropped = 0;
         loop {
-            let mut text = self.render(&messages);
-            text.push_str(&prompt.prefill);
+            let mut segments = self.segments(&messages);
+            // Ours, but text all the same.
+            segments.push(Segment::Content(prompt.prefill.clone()));
             let tokens = self
                 .loaded
-                .model
-                .vocab()
-                .tokenize(text.as_bytes(), true, true);
+                .tokenizer
+                .tokenize(&self.loaded.model.vocab(), &segments);
             if tokens.len() <= limit {
                 if dropped > 0 {
                     tracing::warn!(
@@ -447,27 +493,21 @@ impl<'m> Engine<'m> {
         }
     }
 
-    fn render(&mut self, messages: &[PromptMessage]) -> String {
+    /// The prompt as the chat template lays it out, with each message's text kept
+    /// apart from the template's; ChatML if the template cannot be used.
+    fn segments(&mut self, messages: &[PromptMessage]) -> Vec<Segment> {
         if let Some(template) = &self.loaded.template {
-            let chat: Result<Vec<_>, _> = messages
-                .iter()
-                .map(|m| {
-                    LlamaChatMessage::new(m.role.as_str().to_owned(), m.content.replace('\0', ""))
-                })
-                .collect();
-            if let Ok(chat) = chat {
-                match self.loaded.model.apply_chat_template(template, &chat, true) {
-                    Ok(text) => return text,
-                    Err(error) if !self.warned_template => {
-                        self.warned_template = true;
-                        tracing::warn!(
-                            target: crate::TELEMETRY_TARGET,
-                            backend = %self.name,
-                            "llama.cpp could not apply the model's chat template ({error}); using ChatML"
-                        );
-                    }
-                    Err(_) => {}
+            match render(&self.loaded.model, template, messages) {
+                Ok(segments) => return segments,
+                Err(error) if !self.warned_template => {
+                    self.warned_template = true;
+                    tracing::warn!(
+                        target: crate::TELEMETRY_TARGET,
+                        backend = %self.name,
+                        "llama.cpp could not apply the model's chat template ({error}); using ChatML"
+                    );
                 }
+                Err(_) => {}
             }
         }
         chatml(messages)
@@ -502,6 +542,29 @@ impl<'m> Engine<'m> {
     fn other(&self, reason: String) -> BackendError {
         BackendError::Other(format!("{}: {reason}", self.name))
     }
+}
+
+/// Renders `template` over sentinels in place of the messages' text and cuts the
+/// result at them, so the text never passes through the template as template.
+pub(super) fn render(
+    model: &LlamaModel,
+    template: &LlamaChatTemplate,
+    messages: &[PromptMessage],
+) -> Result<Vec<Segment>, String> {
+    let contents: Vec<String> = messages.iter().map(content_of).collect();
+    let sentinels = Sentinels::new(contents.iter().map(String::as_str));
+    let chat = messages
+        .iter()
+        .enumerate()
+        .map(|(index, m)| LlamaChatMessage::new(m.role.as_str().to_owned(), sentinels.mark(index)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| error.to_string())?;
+    let text = model
+        .apply_chat_template(template, &chat, true)
+        .map_err(|error| error.to_string())?;
+    sentinels
+        .split(&text, &contents)
+        .ok_or_else(|| "the template did not keep the messages' places".to_owned())
 }
 
 /// How one generation may run.
