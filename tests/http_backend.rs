@@ -117,7 +117,8 @@ fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
     let mut config = config(&server);
     configure(&mut config);
     let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
-    let trace = std::env::temp_dir().join(format!("http-{name}-{}.jsonl", std::process::id()));
+    // Traces append: a file left by an earlier run with this pid must not add lines.
+    let trace = support::temp_dir(&format!("http-trace-{name}")).join("trace.jsonl");
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(backend.clone())

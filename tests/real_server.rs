@@ -98,7 +98,8 @@ fn the_backend_speaks_the_protocol_streaming_and_not() {
 #[test]
 fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     let Some(url) = server_url() else { return };
-    let trace = std::env::temp_dir().join(format!("real-server-{}.jsonl", std::process::id()));
+    // Traces append: a fresh folder, so no earlier run's lines are read.
+    let trace = support::temp_dir("real-server").join("trace.jsonl");
     let settings = support::slow_model_settings();
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
