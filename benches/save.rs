@@ -101,11 +101,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(serde_json::to_vec(&save).unwrap()))
     });
     group.bench_function("savegame_write_to_file_fsync", |b| {
-        b.iter(|| black_box(save.write_to(&path).unwrap()))
+        b.iter(|| black_box(save.write_to(&path, u64::MAX).unwrap()))
     });
     group.finish();
 
-    save.write_to(&path).unwrap();
+    save.write_to(&path, u64::MAX).unwrap();
     let mut group = c.benchmark_group("load");
     group
         .throughput(Throughput::Bytes(bytes.len() as u64))

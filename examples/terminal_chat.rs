@@ -272,6 +272,9 @@ fn print_events(
             load.path.display(),
             load.npcs.len()
         );
+        if let Some(unusable) = &load.recovered_from {
+            eprintln!("[Memory] restored from the backup, because {unusable}");
+        }
         terminal.awaiting_reply = false;
     }
     for failure in load_failed.read() {

@@ -137,7 +137,7 @@ pub mod prelude {
     };
     pub use crate::plugin::{
         ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
-        SaveMemory, SaveSettings,
+        ResumeAutosave, SaveMemory, SaveSettings,
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};

@@ -6,8 +6,11 @@ mod support;
 use std::fs;
 use std::path::Path;
 
+use bevy::app::AppExit;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveGame, backup_path};
+use bevy_npc_memory::{
+    Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path,
+};
 use support::{Harness, persona, seed_sized, temp_dir};
 
 fn read_save(path: &Path) -> SaveGame {
@@ -223,7 +226,7 @@ fn slots_never_leak_into_each_other() {
 }
 
 #[test]
-fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
+fn bad_files_fail_clearly_are_kept_and_touch_nothing() {
     let dir = temp_dir("bad-files");
     let good = {
         let mut h = Harness::new(NpcMemoryPlugin::default());
@@ -283,13 +286,20 @@ fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
             text.contains(&format!("{name}.json")),
             "{name}: the message names the file: {text}"
         );
-        let moved = failure.moved_to.expect("the bad file is moved aside");
-        assert!(!path.exists() && moved.exists(), "{name}");
-        assert_eq!(
-            fs::read(&moved).unwrap(),
-            *bytes,
-            "{name}: moved, not changed"
-        );
+        assert!(failure.autosave_paused, "{name}");
+        if *name == "future" {
+            // A newer build's file is good: it stays where that build will look.
+            assert_eq!(failure.moved_to, None);
+            assert_eq!(fs::read(&path).unwrap(), *bytes, "{name}: left as it was");
+        } else {
+            let moved = failure.moved_to.expect("the bad file is moved aside");
+            assert!(!path.exists() && moved.exists(), "{name}");
+            assert_eq!(
+                fs::read(&moved).unwrap(),
+                *bytes,
+                "{name}: moved, not changed"
+            );
+        }
         assert_eq!(
             h.log("echo7"),
             before,
@@ -327,7 +337,7 @@ fn bad_files_fail_clearly_are_moved_aside_and_touch_nothing() {
 }
 
 #[test]
-fn the_autosave_slot_is_restored_at_startup_and_a_corrupt_one_survives() {
+fn the_autosave_slot_is_restored_at_startup() {
     let dir = temp_dir("startup-slot");
     let path = dir.join("savegame.json");
     {
@@ -344,27 +354,333 @@ fn the_autosave_slot_is_restored_at_startup_and_a_corrupt_one_survives() {
         "I'm Alex.",
         "restored on start, like the seed's RestoreState"
     );
-    drop(h);
+    fs::remove_dir_all(dir).ok();
+}
 
+/// A save of ECHO-7 after `lines`, written by a game without autosave.
+fn saved_memory(path: &Path, lines: &[&str]) -> Vec<u8> {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    for line in lines {
+        h.say("echo7", line);
+        h.settle();
+    }
+    h.save_to(path);
+    fs::read(path).unwrap()
+}
+
+/// Waits until every write queued so far has finished: writes run one at a time, in
+/// order, so once a save requested now is written, every autosave queued before it
+/// has been written or refused.
+fn wait_for_queued_writes(h: &mut Harness, dir: &Path) {
+    h.save_to(&dir.join("barrier.json"));
+}
+
+/// Files in `dir` whose name contains `part`.
+fn files_named(dir: &Path, part: &str) -> Vec<std::path::PathBuf> {
+    fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .map(|e| e.path())
+        .collect()
+}
+
+fn writes_to(h: &Harness, path: &Path) -> usize {
+    h.inbox::<MemorySaved>()
+        .iter()
+        .filter(|s| s.path == path)
+        .count()
+        + h.inbox::<MemorySaveFailed>()
+            .iter()
+            .filter(|s| s.path == path)
+            .count()
+}
+
+fn exit(h: &mut Harness) {
+    h.app.world_mut().write_message(AppExit::Success);
+    h.app.update();
+}
+
+#[test]
+fn a_corrupt_slot_is_restored_from_its_backup_and_autosave_never_empties_the_backup() {
+    let dir = temp_dir("recover-backup");
+    let path = dir.join("savegame.json");
+    let good = saved_memory(
+        &dir.join("good.json"),
+        &["I'm Alex.", "The reactor is down."],
+    );
+    fs::write(backup_path(&path), &good).unwrap();
+    fs::write(&path, b"{ half a save").unwrap();
+
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for::<MemoryLoaded>(1);
+    let loaded = h.inbox::<MemoryLoaded>()[0].clone();
+    assert_eq!(loaded.path, backup_path(&path), "the backup was read");
+    let recovered = h.log("echo7");
+    assert_eq!(recovered.len(), 4);
+    assert_eq!(recovered[0].1, "I'm Alex.");
+    let aside = files_named(&dir, ".corrupt-");
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(fs::read(&aside[0]).unwrap(), b"{ half a save");
+    let from = loaded
+        .recovered_from
+        .expect("the game is told it was a recovery");
+    assert_eq!(from.path, path);
+    assert!(
+        matches!(from.error, LoadError::Malformed(_)),
+        "{:?}",
+        from.error
+    );
+    assert_eq!(from.moved_to.as_ref(), Some(&aside[0]));
+
+    // Several more lines, each autosaved before the next: the backup rotates, and
+    // never to an empty memory.
+    for i in 0..3 {
+        h.say("echo7", &format!("more {i}"));
+        h.settle();
+        wait_for_saved_logs(&mut h, &path, 6 + 2 * i);
+    }
+    let backup = read_save(&backup_path(&path));
+    assert!(
+        backup.npcs[0].memory.log.len() >= 6,
+        "the backup is a later autosave, not the file restored"
+    );
+    assert_eq!(
+        backup.npcs[0].memory.log[..4]
+            .iter()
+            .map(|m| m.content.to_string())
+            .collect::<Vec<_>>(),
+        recovered.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>(),
+        "the backup still holds the recovered memory"
+    );
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_save_from_a_newer_build_is_left_in_place_and_never_written_over() {
+    let dir = temp_dir("newer-build");
+    let path = dir.join("savegame.json");
+    let good = String::from_utf8(saved_memory(&dir.join("good.json"), &["I'm Alex."])).unwrap();
+    let current = format!("\"format_version\":{SAVE_FORMAT_VERSION}");
+    let future = good.replacen(&current, "\"format_version\":99", 1);
+    assert_ne!(future, good);
+    fs::write(&path, &future).unwrap();
+
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for::<MemoryLoadFailed>(1);
+    let failure = h.inbox::<MemoryLoadFailed>()[0].clone();
+    assert!(
+        matches!(
+            failure.error,
+            LoadError::UnsupportedVersion {
+                found: 99,
+                newest: SAVE_FORMAT_VERSION
+            }
+        ),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(
+        failure.moved_to, None,
+        "a newer build's file is not renamed"
+    );
+    assert!(failure.autosave_paused);
+    let text = failure.to_string();
+    assert!(
+        text.contains("version 99") && text.contains("left in place"),
+        "{text}"
+    );
+    h.say("echo7", "hello");
+    h.settle();
+    wait_for_queued_writes(&mut h, &dir);
+    assert_eq!(writes_to(&h, &path), 0, "autosave never tried the file");
+    exit(&mut h);
+    drop(h);
+    assert_eq!(fs::read(&path).unwrap(), future.as_bytes(), "byte for byte");
+    assert!(!backup_path(&path).exists());
+    assert!(files_named(&dir, ".corrupt-").is_empty());
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn an_unreadable_slot_pauses_autosave() {
+    let dir = temp_dir("io-error");
+    let path = dir.join("savegame.json");
+    // A folder where the save should be: reading it is an Io error, as root too.
+    fs::create_dir(&path).unwrap();
+
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for::<MemoryLoadFailed>(1);
+    let failure = h.inbox::<MemoryLoadFailed>()[0].clone();
+    assert!(
+        matches!(failure.error, LoadError::Io(_)),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(failure.moved_to, None);
+    assert!(failure.autosave_paused);
+    h.say("echo7", "hello");
+    h.settle();
+    wait_for_queued_writes(&mut h, &dir);
+    assert_eq!(writes_to(&h, &path), 0, "autosave is paused");
+    assert!(path.is_dir());
+
+    // The player fixed the folder; the game lets autosave replace the slot.
+    fs::remove_dir(&path).unwrap();
+    h.app
+        .world_mut()
+        .write_message(ResumeAutosave { path: path.clone() });
+    h.run_until("the slot is written", |world| {
+        world
+            .resource::<support::Inbox<MemorySaved>>()
+            .0
+            .iter()
+            .any(|s| s.path == path && s.autosave)
+    });
+    assert_eq!(read_save(&path).npcs[0].memory.log.len(), 2);
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_corrupt_slot_without_a_backup_pauses_autosave() {
+    let dir = temp_dir("corrupt-no-backup");
+    let path = dir.join("savegame.json");
     fs::write(&path, b"{ half a save").unwrap();
     let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
     h.spawn("echo7", persona("ECHO-7"));
-    h.say("echo7", "hello");
-    h.settle();
     h.wait_for::<MemoryLoadFailed>(1);
     let moved = h.inbox::<MemoryLoadFailed>()[0].moved_to.clone().unwrap();
+    assert_eq!(fs::read(moved).unwrap(), b"{ half a save");
+    h.say("echo7", "hello");
+    h.settle();
+    wait_for_queued_writes(&mut h, &dir);
+    assert_eq!(writes_to(&h, &path), 0, "autosave is paused");
+    assert!(!path.exists());
+
+    // An explicit save there is the game's word: autosave goes on after it.
+    h.save_to(&path);
+    h.say("echo7", "again");
+    h.settle();
+    h.run_until("autosave writes the slot again", |world| {
+        world
+            .resource::<support::Inbox<MemorySaved>>()
+            .0
+            .iter()
+            .any(|s| s.path == path && s.autosave)
+    });
+    wait_for_saved_logs(&mut h, &path, 4);
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn autosave_never_writes_over_a_slot_it_switched_to_without_reading() {
+    let dir = temp_dir("switched-slot");
+    let other = dir.join("other.json");
+    let theirs = saved_memory(&other, &["from another game"]);
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.app.world_mut().resource_mut::<SaveSettings>().autosave = Some(other.clone());
+    h.say("echo7", "hello");
+    h.settle();
+    wait_for_queued_writes(&mut h, &dir);
+    assert_eq!(fs::read(&other).unwrap(), theirs, "the unread file is kept");
+    let refused = h.inbox::<MemorySaveFailed>();
+    assert_eq!(refused.len(), 1, "told once, then paused: {refused:?}");
+    assert_eq!(refused[0].path, other);
+    assert_eq!(refused[0].error, SaveError::Unread);
+    h.say("echo7", "still paused");
+    h.settle();
+    wait_for_queued_writes(&mut h, &dir);
+    assert_eq!(fs::read(&other).unwrap(), theirs);
+    assert_eq!(h.inbox::<MemorySaveFailed>().len(), 1);
+
+    h.app.world_mut().write_message(ResumeAutosave {
+        path: other.clone(),
+    });
+    h.run_until("the slot is written", |world| {
+        world
+            .resource::<support::Inbox<MemorySaved>>()
+            .0
+            .iter()
+            .any(|s| s.path == other && s.autosave)
+    });
+    let log = &read_save(&other).npcs[0].memory.log;
     assert_eq!(
-        fs::read(moved).unwrap(),
-        b"{ half a save",
-        "the player's old file survives"
+        log[0].content.to_string(),
+        "hello",
+        "the memory in use replaced it"
     );
-    h.wait_for::<MemorySaved>(1);
-    wait_for_saved_logs(&mut h, &path, 2);
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn two_quick_saves_and_an_exit_leave_the_newest_complete_file_and_no_temp_files() {
+    let dir = temp_dir("quick-saves");
+    let path = dir.join("slot.json");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "first");
+    h.settle();
+    h.app
+        .world_mut()
+        .write_message(SaveMemory { path: path.clone() });
+    h.app.update();
+    h.say("echo7", "second");
+    h.app
+        .world_mut()
+        .write_message(SaveMemory { path: path.clone() });
+    exit(&mut h);
+    let saved = read_save(&path);
+    // The reply to "second" may or may not have arrived in that frame.
     assert_eq!(
-        read_save(&path).npcs[0].memory.log.len(),
-        2,
-        "autosave goes on in the slot"
+        saved.npcs[0].memory.log.get(2).map(|m| &*m.content),
+        Some("second"),
+        "the newest save won"
     );
+    drop(h);
+    assert_eq!(read_save(&path), saved, "no older write landed later");
+    assert!(files_named(&dir, ".tmp").is_empty());
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_save_the_reader_would_refuse_is_not_written() {
+    let dir = temp_dir("oversized");
+    let path = dir.join("slot.json");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "short");
+    h.settle();
+    h.save_to(&path);
+    let before = fs::read(&path).unwrap();
+    h.app
+        .world_mut()
+        .resource_mut::<SaveSettings>()
+        .max_file_bytes = before.len() as u64 + 64;
+    h.say("echo7", &"long ".repeat(100));
+    h.settle();
+    h.app
+        .world_mut()
+        .write_message(SaveMemory { path: path.clone() });
+    h.wait_for::<MemorySaveFailed>(1);
+    let failure = h.inbox::<MemorySaveFailed>()[0].clone();
+    assert_eq!(failure.path, path);
+    let SaveError::TooLarge { bytes, max } = failure.error else {
+        panic!("{:?}", failure.error)
+    };
+    assert!(bytes > max && max == before.len() as u64 + 64);
+    assert!(failure.to_string().contains("over the limit"), "{failure}");
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "the previous file is untouched"
+    );
+    assert!(!backup_path(&path).exists());
+    assert!(files_named(&dir, ".tmp").is_empty());
     fs::remove_dir_all(dir).ok();
 }
 

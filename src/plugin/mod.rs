@@ -28,7 +28,7 @@ pub use messages::{
 };
 pub use persistence::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
-    SaveMemory, SaveSettings,
+    ResumeAutosave, SaveMemory, SaveSettings,
 };
 pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
 pub use settings::NpcMemorySettings;

@@ -71,7 +71,8 @@ pub enum LoadError {
     /// There is no such file (and no backup).
     #[error("the file does not exist")]
     NotFound,
-    /// The file could not be read.
+    /// The file could not be read, or is not a regular file (a folder, a device).
+    /// The plugin leaves it in place.
     #[error("the file could not be read: {0}")]
     Io(String),
     /// The file is larger than the plugin accepts.
@@ -128,6 +129,56 @@ fn malformed(error: impl std::fmt::Display) -> LoadError {
     LoadError::Malformed(shorten_to_chars(&error.to_string(), MAX_PARSE_ERROR_CHARS).into_owned())
 }
 
+impl LoadError {
+    /// Whether the file itself is unusable: too large, empty, not text, malformed or
+    /// inconsistent. The plugin moves such a file aside and tries its backup.
+    /// `NotFound` is not (nothing is there), nor is `Io` (the file may be fine, the
+    /// disk or a permission is not), nor `UnsupportedVersion` (a good file from a
+    /// newer build): those files are left in place.
+    pub fn is_damaged(&self) -> bool {
+        match self {
+            LoadError::TooLarge { .. }
+            | LoadError::Empty
+            | LoadError::NotText { .. }
+            | LoadError::Malformed(_)
+            | LoadError::Inconsistent(_)
+            | LoadError::Invalid { .. } => true,
+            LoadError::NotFound | LoadError::Io(_) | LoadError::UnsupportedVersion { .. } => false,
+        }
+    }
+}
+
+/// Why a save was not written. Whatever file was there is untouched.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SaveError {
+    /// The memory could not be encoded.
+    #[error("the save could not be encoded: {0}")]
+    Encode(String),
+    /// The save is larger than loading accepts (`SaveSettings::max_file_bytes`), so
+    /// it could never be read back.
+    #[error("the save would have {bytes} bytes, over the limit of {max} that loading accepts")]
+    TooLarge {
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Autosave found a file (or its backup) there that this game has not read, and
+    /// would have replaced it. Autosave to that path pauses until the game loads
+    /// it, saves there with `SaveMemory`, or sends `ResumeAutosave`.
+    #[error(
+        "autosave will not replace a file this game has not read; load it, save there with SaveMemory, or send ResumeAutosave"
+    )]
+    Unread,
+    /// The file system refused.
+    #[error("the file could not be written: {0}")]
+    Io(String),
+    /// The memory breaks a rule loading checks (see [`SaveGame::validate`]), so the
+    /// save could never be read back. Nothing was written.
+    #[error("the memory would not load again, so it was not written: {0}")]
+    WouldNotLoad(LoadError),
+}
+
 #[derive(Deserialize)]
 struct Header {
     format_version: u32,
@@ -181,16 +232,31 @@ impl SaveGame {
         Ok(save)
     }
 
-    /// Writes the save to `path` crash-safely (temp file, fsync, atomic rename; the
-    /// previous file kept as `.bak`), in the format its extension names. Blocking:
-    /// the plugin calls it on the IO task pool.
-    pub fn write_to(&self, path: &Path) -> Result<usize, String> {
-        self.validate().map_err(|error| {
-            format!("this memory would not load again, so it was not written: {error}")
-        })?;
-        let bytes = self.to_bytes(SaveFormat::for_path(path))?;
-        super::file::write_atomic(path, &bytes).map_err(|e| e.to_string())?;
+    /// Writes the save to `path` crash-safely (a temp file of its own, fsync, atomic
+    /// rename; the previous file kept as `.bak`), in the format its extension names.
+    /// A save over `max_bytes` is refused, as [`SaveGame::read_from`] would refuse
+    /// it, and the file there is untouched. Two writes to one path from this process
+    /// never interleave. Blocking: the plugin calls it on the IO task pool.
+    pub fn write_to(&self, path: &Path, max_bytes: u64) -> Result<usize, SaveError> {
+        let bytes = self.encode_within(path, max_bytes)?;
+        super::file::with_path_lock(path, || super::file::write_atomic(path, &bytes))
+            .map_err(|e| SaveError::Io(e.to_string()))?;
         Ok(bytes.len())
+    }
+
+    /// The bytes [`SaveGame::write_to`] writes, or why they must not be written.
+    pub(crate) fn encode_within(&self, path: &Path, max_bytes: u64) -> Result<Vec<u8>, SaveError> {
+        self.validate().map_err(SaveError::WouldNotLoad)?;
+        let bytes = self
+            .to_bytes(SaveFormat::for_path(path))
+            .map_err(SaveError::Encode)?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(SaveError::TooLarge {
+                bytes: bytes.len() as u64,
+                max: max_bytes,
+            });
+        }
+        Ok(bytes)
     }
 
     /// Reads and checks the save at `path` (or its `.bak` if `path` is missing),
@@ -303,6 +369,31 @@ mod tests {
             let bytes = save.to_bytes(format).unwrap();
             assert_eq!(SaveGame::from_bytes(&bytes).unwrap(), save);
         }
+    }
+
+    #[test]
+    fn a_save_the_reader_would_refuse_is_not_written() {
+        let dir = std::env::temp_dir().join(format!("npc-format-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.json");
+        let save = SaveGame::new(Vec::new());
+        let bytes = save.write_to(&path, u64::MAX).unwrap() as u64;
+        let before = std::fs::read(&path).unwrap();
+        let mut bigger = save.clone();
+        bigger.crate_version.push_str("-and-more");
+        assert_eq!(
+            bigger.write_to(&path, bytes),
+            Err(SaveError::TooLarge {
+                bytes: bytes + 9,
+                max: bytes
+            })
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(
+            SaveGame::read_from(&path, bytes).is_ok(),
+            "what was written loads"
+        );
+        std::fs::remove_dir_all(dir).ok();
     }
 
     proptest! {

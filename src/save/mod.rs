@@ -4,10 +4,15 @@
 
 mod file;
 mod format;
+mod slot;
 mod unity;
 mod v1;
 
 pub use file::backup_path;
-pub(crate) use file::{move_aside, read_bounded};
-pub use format::{LoadError, MAX_NPC_ID_CHARS, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame};
+pub(crate) use file::{read_bounded, with_path_lock};
+pub use format::{
+    LoadError, MAX_NPC_ID_CHARS, NpcSave, SAVE_FORMAT_VERSION, SaveError, SaveFormat, SaveGame,
+};
+pub use slot::UnusableSave;
+pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};
 pub use unity::import_unity_save;
