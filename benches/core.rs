@@ -70,7 +70,7 @@ fn prompt_assembly(c: &mut Criterion) {
     for window in [20, 200] {
         for log_len in [1_000, 100_000] {
             let mut memory = memory_with_log(window, log_len);
-            let layers = memory.layers();
+            let mut layers = memory.layers();
             group.bench_function(format!("window{window}_log{log_len}"), |b| {
                 b.iter(|| black_box(layers.reply_prompt()));
             });

@@ -765,3 +765,109 @@ fn savegames_are_reflectable_for_reflection_based_save_systems() {
     assert_eq!(restored, save);
     fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn lines_waiting_when_the_game_quits_are_answered_after_the_next_start() {
+    let dir = temp_dir("queued-on-quit");
+    let slot = dir.join("savegame.json");
+    let busy = ScriptedBackend::new();
+    busy.push(Purpose::Reply, bevy_npc_memory::ScriptStep::Hang);
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(busy)
+            .with_autosave(&slot),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    for line in ["first", "second", "third"] {
+        h.say("echo7", line);
+    }
+    h.app.update();
+    assert_eq!(
+        h.app
+            .world()
+            .resource::<Conversations>()
+            .queued_lines(&NpcId::new("echo7"))
+            .collect::<Vec<_>>(),
+        ["second", "third"]
+    );
+    // The player quits while ECHO-7 is still thinking about the first line.
+    h.app.world_mut().write_message(AppExit::Success);
+    h.app.update();
+    drop(h);
+    let saved = read_save(&slot);
+    assert_eq!(saved.npcs[0].queued, ["second", "third"]);
+    assert_eq!(
+        saved.npcs[0].memory.log.len(),
+        1,
+        "the line in flight is in L2"
+    );
+
+    let backend = ScriptedBackend::new();
+    backend
+        .push_reply("About the second line.")
+        .push_reply("About the third line.");
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_autosave(&slot),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for_replies(2);
+    assert_eq!(
+        h.log("echo7"),
+        [
+            (Role::User, "first".to_owned()),
+            (Role::User, "second".to_owned()),
+            (Role::Assistant, "About the second line.".to_owned()),
+            (Role::User, "third".to_owned()),
+            (Role::Assistant, "About the third line.".to_owned()),
+        ]
+    );
+    // Nothing waits any more, and the next autosave says so.
+    h.settle();
+    wait_for_saved_logs(&mut h, &slot, 5);
+    assert!(read_save(&slot).npcs[0].queued.is_empty());
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn restored_lines_are_held_to_the_rules_of_new_ones() {
+    let dir = temp_dir("queued-unfit");
+    let path = dir.join("slot.json");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "hello");
+    h.wait_for_replies(1);
+    h.save_to(&path);
+    let mut save = read_save(&path);
+    let npc = std::sync::Arc::make_mut(&mut save.npcs[0]);
+    npc.queued = vec!["   ".into(), "x".repeat(10_000), "still fine".into()];
+    fs::write(
+        &path,
+        save.to_bytes(bevy_npc_memory::SaveFormat::Json).unwrap(),
+    )
+    .unwrap();
+
+    h.load_from(&path);
+    h.wait_for_replies(2);
+    let handed_back: Vec<_> = h
+        .inbox::<NpcReplyFailed>()
+        .iter()
+        .map(|f| (f.error.clone(), f.unrecorded_line.clone().unwrap().len()))
+        .collect();
+    assert_eq!(
+        handed_back,
+        [
+            (ReplyError::EmptyLine, 3),
+            (
+                ReplyError::LineTooLong {
+                    chars: 10_000,
+                    max: 4_000
+                },
+                10_000
+            ),
+        ]
+    );
+    assert_eq!(h.log("echo7")[2], (Role::User, "still fine".to_owned()));
+    fs::remove_dir_all(dir).ok();
+}

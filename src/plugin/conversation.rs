@@ -177,14 +177,8 @@ pub(crate) struct Pipeline<'w> {
 impl<'w> Pipeline<'w> {
     /// A player line: checked, then answered now or queued.
     fn say(&mut self, npc: &NpcId, text: String) {
-        let chars = text.chars().count();
-        let error = if text.trim().is_empty() {
-            Some(ReplyError::EmptyLine)
-        } else if chars > self.settings.max_line_chars {
-            Some(ReplyError::LineTooLong {
-                chars,
-                max: self.settings.max_line_chars,
-            })
+        let error = if let Some(error) = self.unfit_line(&text) {
+            Some(error)
         } else if self.layers.contains(npc) {
             None
         } else if let Some(reason) = self.bindings.failure(npc) {
@@ -219,6 +213,23 @@ impl<'w> Pipeline<'w> {
             );
         }
         self.conversations.enqueue(npc, text);
+        // Waiting lines are saved with the NPC's memory.
+        self.layers.mark_changed(npc);
+    }
+
+    /// Why a line cannot be taken whoever it is for: empty, or too long.
+    fn unfit_line(&self, text: &str) -> Option<ReplyError> {
+        let chars = text.chars().count();
+        if text.trim().is_empty() {
+            Some(ReplyError::EmptyLine)
+        } else if chars > self.settings.max_line_chars {
+            Some(ReplyError::LineTooLong {
+                chars,
+                max: self.settings.max_line_chars,
+            })
+        } else {
+            None
+        }
     }
 
     fn reject(&mut self, npc: &NpcId, error: ReplyError, line: String) {
@@ -238,6 +249,7 @@ impl<'w> Pipeline<'w> {
             return;
         }
         if let Some(text) = self.conversations.dequeue(npc) {
+            self.layers.mark_changed(npc);
             self.start_reply(npc, text);
         }
     }
@@ -462,6 +474,7 @@ impl<'w> Pipeline<'w> {
                 self.conversations.in_flight -= 1;
             }
         }
+        self.layers.mark_changed(npc);
         for line in self.conversations.drain_queue(npc) {
             self.reject(npc, ReplyError::Cancelled, line);
         }
@@ -481,6 +494,28 @@ impl<'w> Pipeline<'w> {
             layers.request_summary();
         }
         self.start_summary(npc);
+    }
+
+    /// The player's lines waiting for the NPC, oldest first, for a save.
+    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<String> {
+        self.conversations
+            .queued_lines(npc)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Puts lines restored from a save back in the NPC's queue, and starts the
+    /// first if the NPC is free.
+    /// A restored line is held to the same rules as a new one: a save is data from
+    /// outside, and a line unfit now is handed back instead of queued.
+    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<String>) {
+        for line in lines {
+            match self.unfit_line(&line) {
+                Some(error) => self.reject(npc, error, line),
+                None => self.conversations.enqueue(npc, line),
+            }
+        }
+        self.next_line(npc);
     }
 
     /// The layers, for loading and saving.
@@ -524,6 +559,7 @@ impl<'w> Pipeline<'w> {
         if self.layers.contains(npc) {
             return;
         }
+        self.layers.mark_changed(npc);
         for line in self.conversations.drain_queue(npc) {
             let error = ReplyError::PersonaUnavailable {
                 npc: npc.clone(),

@@ -91,6 +91,14 @@ impl Layers<'_> {
         })
     }
 
+    /// Marks the NPC as changed for autosave, for changes outside its layers (the
+    /// lines waiting for it).
+    pub(crate) fn mark_changed(&mut self, npc: &NpcId) {
+        if self.contains(npc) && !self.changes.dirty.contains(npc) {
+            self.changes.dirty.insert(npc.clone());
+        }
+    }
+
     /// Creates the NPC's memory, or gives an existing one the persona. `overrides`
     /// holds the persona's own window and threshold, which win over live changes.
     pub(crate) fn ensure(

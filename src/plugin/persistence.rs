@@ -264,12 +264,13 @@ impl SaveState {
     /// A save of every NPC. Only NPCs changed since the last snapshot are taken
     /// apart again; the rest are shared with it.
     fn snapshot(&mut self, pipeline: &mut Pipeline) -> Arc<SaveGame> {
-        let layers = pipeline.layers();
-        for npc in layers.take_changed() {
-            match layers.parts(&npc) {
-                Some(memory) => self
-                    .snapshot
-                    .insert(npc.clone(), Arc::new(NpcSave { id: npc, memory })),
+        for npc in pipeline.layers().take_changed() {
+            match pipeline.layers().parts(&npc) {
+                Some(memory) => {
+                    let mut save = NpcSave::new(npc.clone(), memory);
+                    save.queued = pipeline.queued_lines(&npc);
+                    self.snapshot.insert(npc, Arc::new(save))
+                }
                 None => self.snapshot.remove(&npc),
             };
         }
@@ -717,11 +718,15 @@ fn replace_memory(
     layers.remove_all();
     state.snapshot.clear();
     let mut ids = Vec::with_capacity(save.npcs.len());
+    let mut waiting = Vec::new();
     for npc in save.npcs {
         // Checked when the file was read, so this cannot fail.
         if let Ok(memory) = npc.memory.clone().into_memory() {
             layers.insert(npc.id.clone(), memory);
             ids.push(npc.id.clone());
+            if !npc.queued.is_empty() {
+                waiting.push((npc.id.clone(), npc.queued.clone()));
+            }
             state.snapshot.insert(npc.id.clone(), npc);
         }
     }
@@ -729,6 +734,9 @@ fn replace_memory(
     // saved one marks its NPC changed again below.
     layers.take_changed();
     pipeline.reapply_personas(personas);
+    for (npc, lines) in waiting {
+        pipeline.requeue(&npc, lines);
+    }
     ids
 }
 

@@ -13,7 +13,8 @@ use crate::memory::{InvalidField, MemoryParts, NpcId, shorten_to_chars};
 ///
 /// - 1: the log, the rolling summary and its history (crate 0.1 before recall).
 /// - 2: adds summary segments, pinned facts and recall state.
-pub const SAVE_FORMAT_VERSION: u32 = 2;
+/// - 3: adds the player lines still queued for each NPC.
+pub const SAVE_FORMAT_VERSION: u32 = 3;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.
@@ -42,6 +43,26 @@ pub struct NpcSave {
     pub id: NpcId,
     /// The memory.
     pub memory: MemoryParts,
+    /// Player lines the NPC had not started to answer when the save was taken,
+    /// oldest first. They are not in the log yet; after a load they wait their turn
+    /// again, so quitting while an NPC is busy loses nothing the player said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued: Vec<String>,
+}
+
+/// Most queued player lines one NPC may carry in a save. The plugin queues a few
+/// (`NpcMemorySettings::max_queued_lines`); far more is a damaged file.
+pub const MAX_SAVED_QUEUED_LINES: usize = 1_000;
+
+impl NpcSave {
+    /// One NPC's memory, with no lines waiting.
+    pub fn new(id: NpcId, memory: MemoryParts) -> Self {
+        Self {
+            id,
+            memory,
+            queued: Vec::new(),
+        }
+    }
 }
 
 /// The file formats a save can take. The extension decides: `.ron` is RON, anything
@@ -292,6 +313,18 @@ impl SaveGame {
                     npc: npc.id.clone(),
                     invalid,
                 })?;
+            if npc.queued.len() > MAX_SAVED_QUEUED_LINES {
+                return Err(LoadError::Invalid {
+                    npc: npc.id.clone(),
+                    invalid: InvalidField {
+                        field: "queued".into(),
+                        problem: format!(
+                            "holds {} lines, over the limit of {MAX_SAVED_QUEUED_LINES}",
+                            npc.queued.len()
+                        ),
+                    },
+                });
+            }
         }
         Ok(())
     }
@@ -302,7 +335,8 @@ impl SaveGame {
 /// and convert them in a new arm.
 fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
     match version {
-        SAVE_FORMAT_VERSION => {
+        // Format 2 is format 3 without queued lines, which default to none.
+        2 | SAVE_FORMAT_VERSION => {
             let mut save: SaveGame = if ron {
                 ron::from_str(text).map_err(malformed)?
             } else {

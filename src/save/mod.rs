@@ -11,7 +11,8 @@ mod v1;
 pub use file::backup_path;
 pub(crate) use file::{read_bounded, with_path_lock};
 pub use format::{
-    LoadError, MAX_NPC_ID_CHARS, NpcSave, SAVE_FORMAT_VERSION, SaveError, SaveFormat, SaveGame,
+    LoadError, MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveError,
+    SaveFormat, SaveGame,
 };
 pub use slot::UnusableSave;
 pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};

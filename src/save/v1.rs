@@ -51,12 +51,7 @@ impl SaveGameV1 {
         let npcs = self
             .npcs
             .into_iter()
-            .map(|npc| {
-                Arc::new(NpcSave {
-                    id: npc.id,
-                    memory: npc.memory.migrate(),
-                })
-            })
+            .map(|npc| Arc::new(NpcSave::new(npc.id, npc.memory.migrate())))
             .collect();
         SaveGame {
             format_version: SAVE_FORMAT_VERSION,
