@@ -229,14 +229,12 @@ fn exercise(memory: &mut NpcMemory) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn mutated_plugin_saves_load_consistently_or_are_refused_clearly() {
-    let mut loaded = 0;
-    let mut refused = 0;
+/// Every mutation of every plugin save, and each NPC list doubled.
+fn mutated_saves() -> Vec<Value> {
+    let mut cases: Vec<Value> = Vec::new();
     for save in plugin_saves() {
         let mut paths = Vec::new();
         pointers(&save, String::new(), &mut paths);
-        let mut cases: Vec<Value> = Vec::new();
         for path in &paths {
             let node = save.pointer(path).unwrap();
             for variant in variants(node) {
@@ -249,30 +247,37 @@ fn mutated_plugin_saves_load_consistently_or_are_refused_clearly() {
                 cases.push(mutated);
             }
         }
-        // Whole NPCs duplicated, and swapped in for one another.
+        // Whole NPCs duplicated.
         let npcs = save["npcs"].as_array().unwrap().clone();
         let mut doubled = save.clone();
         doubled["npcs"] = Value::Array(npcs.iter().chain(&npcs).cloned().collect());
         cases.push(doubled);
-        for case in cases {
-            let bytes = serde_json::to_vec(&case).unwrap();
-            match load(&bytes) {
-                Ok(mut memories) => {
-                    loaded += 1;
-                    for memory in &mut memories {
-                        exercise(memory).unwrap_or_else(|why| {
-                            panic!("a save that loaded does not work: {why}\n{case}")
-                        });
-                    }
+    }
+    cases
+}
+
+#[test]
+fn mutated_plugin_saves_load_consistently_or_are_refused_clearly() {
+    let mut loaded = 0;
+    let mut refused = 0;
+    for case in mutated_saves() {
+        let bytes = serde_json::to_vec(&case).unwrap();
+        match load(&bytes) {
+            Ok(mut memories) => {
+                loaded += 1;
+                for memory in &mut memories {
+                    exercise(memory).unwrap_or_else(|why| {
+                        panic!("a save that loaded does not work: {why}\n{case}")
+                    });
                 }
-                Err(why) => {
-                    refused += 1;
-                    assert!(
-                        !why.is_empty() && why.chars().count() <= 1_000,
-                        "unclear error ({} characters): {why:.200}",
-                        why.chars().count()
-                    );
-                }
+            }
+            Err(why) => {
+                refused += 1;
+                assert!(
+                    !why.is_empty() && why.chars().count() <= 1_000,
+                    "unclear error ({} characters): {why:.200}",
+                    why.chars().count()
+                );
             }
         }
     }
@@ -281,6 +286,41 @@ fn mutated_plugin_saves_load_consistently_or_are_refused_clearly() {
         loaded > 100 && refused > 100,
         "{loaded} loaded, {refused} refused"
     );
+}
+
+/// Through the plugin, a sample of the mutated saves: whether a file loads or is
+/// refused, its bytes are still on disk afterwards, in place or moved aside.
+#[test]
+fn the_plugin_keeps_the_bytes_of_every_file_it_loads_or_refuses() {
+    let dir = support::temp_dir("hostile-saves-kept");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    let cases = mutated_saves();
+    let step = (cases.len() / 60).max(1);
+    let (mut loaded, mut refused) = (0, 0);
+    for (n, case) in cases.iter().enumerate().step_by(step) {
+        let slot = dir.join(format!("case-{n}"));
+        std::fs::create_dir_all(&slot).unwrap();
+        let path = slot.join("save.json");
+        let bytes = serde_json::to_vec(case).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let outcomes = h.inbox::<MemoryLoaded>().len();
+        h.load_from(&path);
+        if h.inbox::<MemoryLoaded>().len() > outcomes {
+            loaded += 1;
+        } else {
+            refused += 1;
+        }
+        let kept = std::fs::read_dir(&slot)
+            .unwrap()
+            .flatten()
+            .any(|entry| std::fs::read(entry.path()).is_ok_and(|on_disk| on_disk == bytes));
+        assert!(kept, "case {n}: the file's bytes are gone");
+    }
+    assert!(
+        loaded > 5 && refused > 5,
+        "{loaded} loaded, {refused} refused"
+    );
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// Hostile saves built on a real one, each attacking one way the loader could be
