@@ -99,6 +99,12 @@
 //!   instruction or a section of its own.
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`].
+//!   Lines still waiting when the game saves are saved with the NPC.
+//! - A backend that panics fails that one request ([`BackendError::Panicked`]); every
+//!   read from a server and every reply has a size cap.
+//! - A save is checked field by field before anything is built from it, and the
+//!   writer refuses what the reader would refuse. RELIABILITY.md in the repository
+//!   lists every fault the tests inject.
 //!
 //! # Without Bevy
 //!

@@ -5,7 +5,7 @@
 //! exactly, and prompts stay within their budget.
 //!
 //! CI runs a few dozen cases. The long run:
-//! `PROPTEST_CASES=20000 cargo test --test unicode_fuzz -- --include-ignored`.
+//! `PROPTEST_CASES=20000 cargo test --all-features --test unicode_fuzz -- --ignored`.
 
 mod support;
 
@@ -351,7 +351,7 @@ fn any_text_passes_the_plugin_paths() {
 
 /// The long run, for a release candidate; see the module docs.
 #[test]
-#[ignore = "long: run with PROPTEST_CASES=20000 and --include-ignored"]
+#[ignore = "long: run with PROPTEST_CASES=20000 and --ignored"]
 fn any_text_passes_every_path_long_run() {
     any_text_passes_the_core_paths();
     any_text_passes_the_plugin_paths();
