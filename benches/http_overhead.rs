@@ -3,7 +3,7 @@
 //!
 //! `cargo bench --bench http_overhead`
 
-#[path = "../tests/support/fake_llm.rs"]
+#[path = "../tests/integration/support/fake_llm.rs"]
 mod fake_llm;
 
 use std::hint::black_box;

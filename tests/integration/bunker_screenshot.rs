@@ -6,8 +6,6 @@
 //! `scripts/setup.sh` installs the packages. CI fails without them; elsewhere the
 //! test is skipped with a printed reason.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,7 +76,7 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
     if !available() {
         return;
     }
-    let dir = support::temp_dir("bunker");
+    let dir = crate::support::temp_dir("bunker");
     let shot = dir.join("bunker.png");
     let trace = dir.join("autoplay.jsonl");
     let output = Command::new("timeout")
@@ -114,7 +112,7 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
 
     // The autoplay reached the point the scene shows: the intro left ECHO-7's window
     // while its summary still names Alex.
-    let events = support::read_trace(&trace);
+    let events = crate::support::read_trace(&trace);
     let last = events
         .iter()
         .rfind(|e| e["event"] == "request" && e["purpose"] == "reply" && e["npc"] == "echo7")

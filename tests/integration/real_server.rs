@@ -5,14 +5,12 @@
 //! the content: status, non-empty replies, deltas adding up, finish reasons, usage,
 //! and a summary injected into the next system prompt.
 
-mod support;
-
 use std::time::Duration;
 
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
-use support::fake_llm::reply_request;
-use support::{Harness, persona, read_trace};
+use crate::support::fake_llm::reply_request;
+use crate::support::{Harness, persona, read_trace};
 
 /// The server's API root, or `None` (with the reason printed) outside CI.
 fn server_url() -> Option<String> {
@@ -99,8 +97,8 @@ fn the_backend_speaks_the_protocol_streaming_and_not() {
 fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     let Some(url) = server_url() else { return };
     // Traces append: a fresh folder, so no earlier run's lines are read.
-    let trace = support::temp_dir("real-server").join("trace.jsonl");
-    let settings = support::slow_model_settings();
+    let trace = crate::support::temp_dir("real-server").join("trace.jsonl");
+    let settings = crate::support::slow_model_settings();
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(backend(&url))
@@ -135,7 +133,7 @@ fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
     let requests: Vec<&serde_json::Value> =
         events.iter().filter(|e| e["event"] == "request").collect();
     assert_eq!(requests[1]["purpose"], "summary");
-    let system = support::traced_system_prompt(&events, "What is my name?");
+    let system = crate::support::traced_system_prompt(&events, "What is my name?");
     assert!(
         system.ends_with(&format!("[Previously]: {summary}")),
         "the summary is in the next system prompt: {system}"

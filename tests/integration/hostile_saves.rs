@@ -2,74 +2,13 @@
 //! load consistently or are refused with a clear error, and no save makes the
 //! loader allocate much more than the file's own size.
 
-mod support;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Duration;
 
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{LoadError, MemoryParts, NpcMemory, SaveFormat, SaveGame, SummaryOutcome};
 use serde_json::{Value, json};
-use support::{Harness, layered_scene, persona, seed_sized};
-
-/// Counts the bytes allocated on threads that asked to be measured, and their peak.
-struct CountingAllocator;
-
-thread_local! {
-    static MEASURING: Cell<bool> = const { Cell::new(false) };
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn note(change: isize) {
-    // `try_with`: allocations also happen while a thread's locals are torn down.
-    let _ = MEASURING.try_with(|measuring| {
-        if measuring.get() {
-            let live = LIVE.get() + change;
-            LIVE.set(live);
-            PEAK.set(PEAK.get().max(live));
-        }
-    });
-}
-
-// SAFETY: every call is passed to the system allocator unchanged; the counting
-// only touches `const`-initialised thread locals, which never allocate.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            note(layout.size() as isize);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        note(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            note(new_size as isize - layout.size() as isize);
-        }
-        moved
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-/// The most bytes `load` had allocated at once, above what was live before it.
-fn peak_allocation<T>(load: impl FnOnce() -> T) -> (usize, T) {
-    LIVE.set(0);
-    PEAK.set(0);
-    MEASURING.set(true);
-    let result = load();
-    MEASURING.set(false);
-    (PEAK.get().max(0) as usize, result)
-}
+use crate::support::alloc::peak_allocation;
+use crate::support::{Harness, layered_scene, persona, seed_sized};
 
 /// What the plugin does with a save file: parse and check it (on the IO thread),
 /// then rebuild every NPC's memory (recall index included).
@@ -87,7 +26,7 @@ fn plugin_saves() -> Vec<Value> {
     // Tests run at once; each call gets its own folder.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = support::temp_dir(&format!("hostile-saves-source-{call}"));
+    let dir = crate::support::temp_dir(&format!("hostile-saves-source-{call}"));
     let mut saves = Vec::new();
 
     let mut layered = layered_scene();
@@ -292,7 +231,7 @@ fn mutated_plugin_saves_load_consistently_or_are_refused_clearly() {
 /// refused, its bytes are still on disk afterwards, in place or moved aside.
 #[test]
 fn the_plugin_keeps_the_bytes_of_every_file_it_loads_or_refuses() {
-    let dir = support::temp_dir("hostile-saves-kept");
+    let dir = crate::support::temp_dir("hostile-saves-kept");
     let mut h = Harness::new(NpcMemoryPlugin::default());
     let cases = mutated_saves();
     let step = (cases.len() / 60).max(1);

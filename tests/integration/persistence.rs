@@ -1,8 +1,6 @@
 //! Savegames through the plugin: exact round trips, autosave, restore rules, slots,
 //! bad files, and the seed's Unity layout.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 
@@ -11,7 +9,7 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path,
 };
-use support::{Harness, persona, seed_sized, temp_dir};
+use crate::support::{Harness, persona, seed_sized, temp_dir};
 
 fn read_save(path: &Path) -> SaveGame {
     SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
@@ -113,7 +111,7 @@ fn autosave_writes_after_changes_coalesced_and_keeps_a_backup() {
     // Each spawn autosaves; wait for the write that holds all three.
     h.run_until("the spawns are saved", |world| {
         world
-            .resource::<support::Inbox<MemorySaved>>()
+            .resource::<crate::support::Inbox<MemorySaved>>()
             .0
             .iter()
             .any(|s| s.npcs == 3)
@@ -536,7 +534,7 @@ fn an_unreadable_slot_pauses_autosave() {
         .write_message(ResumeAutosave { path: path.clone() });
     h.run_until("the slot is written", |world| {
         world
-            .resource::<support::Inbox<MemorySaved>>()
+            .resource::<crate::support::Inbox<MemorySaved>>()
             .0
             .iter()
             .any(|s| s.path == path && s.autosave)
@@ -567,7 +565,7 @@ fn a_corrupt_slot_without_a_backup_pauses_autosave() {
     h.settle();
     h.run_until("autosave writes the slot again", |world| {
         world
-            .resource::<support::Inbox<MemorySaved>>()
+            .resource::<crate::support::Inbox<MemorySaved>>()
             .0
             .iter()
             .any(|s| s.path == path && s.autosave)
@@ -603,7 +601,7 @@ fn autosave_never_writes_over_a_slot_it_switched_to_without_reading() {
     });
     h.run_until("the slot is written", |world| {
         world
-            .resource::<support::Inbox<MemorySaved>>()
+            .resource::<crate::support::Inbox<MemorySaved>>()
             .0
             .iter()
             .any(|s| s.path == other && s.autosave)

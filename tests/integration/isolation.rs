@@ -1,12 +1,10 @@
 //! Two NPCs talking at once keep separate memories.
 
-mod support;
-
 use std::time::Duration;
 
 use bevy_npc_memory::Role;
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona};
+use crate::support::{Harness, persona};
 
 #[test]
 fn two_npcs_talking_at_once_never_share_memory() {

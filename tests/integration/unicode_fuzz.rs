@@ -5,9 +5,7 @@
 //! exactly, and prompts stay within their budget.
 //!
 //! CI runs a few dozen cases. The long run:
-//! `PROPTEST_CASES=20000 cargo test --all-features --test unicode_fuzz -- --ignored`.
-
-mod support;
+//! `PROPTEST_CASES=20000 cargo test --all-features --test integration unicode_fuzz -- --ignored`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,7 +18,7 @@ use bevy_npc_memory::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use support::{Harness, persona};
+use crate::support::{Harness, persona};
 
 const BUDGET: usize = 600;
 
@@ -322,7 +320,7 @@ fn plugin_round(lines: &[String], model: Option<Vec<String>>) -> Result<(), Test
     .unwrap();
     prop_assert_eq!(report.log.len(), h.log("echo7").len());
 
-    let dir = support::temp_dir(&format!("unicode-fuzz-{:?}", std::thread::current().id()));
+    let dir = crate::support::temp_dir(&format!("unicode-fuzz-{:?}", std::thread::current().id()));
     let path = dir.join("save.ron");
     h.save_to(&path);
     let before = h.log("echo7");

@@ -1,10 +1,8 @@
 //! Failing summaries degrade memory quality, never the reply path.
 
-mod support;
-
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{ChatRequest, Degradation, Role};
-use support::{Harness, persona, seed_sized};
+use crate::support::{Harness, persona, seed_sized};
 
 fn down() -> BackendError {
     BackendError::Connection {
@@ -32,7 +30,7 @@ fn two_summary_failures_degrade_and_replies_go_on() {
     h.say("echo7", "I'm in storage.");
     h.wait_for_replies(2);
     h.run_until("the summary degrades", |w| {
-        !w.resource::<support::Inbox<NpcMemoryDegraded>>()
+        !w.resource::<crate::support::Inbox<NpcMemoryDegraded>>()
             .0
             .is_empty()
     });
@@ -184,7 +182,7 @@ fn a_panicking_backend_fails_the_request_and_the_npc_keeps_working() {
     h.wait_for_replies(1);
     assert_eq!(h.replies("echo7"), ["Still here."]);
     h.run_until("the panicking summary degrades", |w| {
-        !w.resource::<support::Inbox<NpcMemoryDegraded>>()
+        !w.resource::<crate::support::Inbox<NpcMemoryDegraded>>()
             .0
             .is_empty()
     });

@@ -1,12 +1,10 @@
 //! While an NPC is answering, further lines queue, up to a bound.
 
-mod support;
-
 use std::time::Duration;
 
 use bevy_npc_memory::Role;
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona};
+use crate::support::{Harness, persona};
 
 #[test]
 fn lines_queue_while_busy_and_overflow_fails_clearly() {

@@ -2,10 +2,8 @@
 //! the point the scene exists to show: ECHO-7's request carries Alex's name in its
 //! summary after the introduction has left the window.
 
-mod support;
-
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona, read_trace};
+use crate::support::{Harness, persona, read_trace};
 
 #[test]
 fn the_autoplay_script_shows_memory_outliving_the_window() {
@@ -19,7 +17,7 @@ fn the_autoplay_script_shows_memory_outliving_the_window() {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .collect();
     assert_eq!(lines.len(), 3);
-    let trace = support::temp_dir("autoplay").join("trace.jsonl");
+    let trace = crate::support::temp_dir("autoplay").join("trace.jsonl");
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_window(4)

@@ -1,18 +1,16 @@
 //! The `terminal_chat` example's interface, driven as a child process the way a
 //! newcomer (or a script) uses it.
 
-mod support;
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use support::read_trace;
+use crate::support::read_trace;
 
 const LINES: &str = "Hello, I'm Alex. I'm here to fix the power system.\nI'm in the storage area now.\nWhat is my name and what am I doing?\n";
 
 fn run_chat(args: &[&str], input: &str) -> (String, String) {
-    let mut child = Command::new(support::example_binary("terminal_chat"))
+    let mut child = Command::new(crate::support::example_binary("terminal_chat"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -106,7 +104,7 @@ fn the_scripted_backend_replays_the_seed() {
 
 #[test]
 fn bad_arguments_fail_with_usage() {
-    let output = Command::new(support::example_binary("terminal_chat"))
+    let output = Command::new(crate::support::example_binary("terminal_chat"))
         .args(["--window", "four"])
         .stdin(Stdio::null())
         .output()
@@ -121,7 +119,7 @@ fn bad_arguments_fail_with_usage() {
 
 #[test]
 fn a_second_run_with_the_same_save_remembers_the_first() {
-    let dir = support::temp_dir("restart");
+    let dir = crate::support::temp_dir("restart");
     let save = dir.join("savegame.json");
     let trace = dir.join("second.jsonl");
     let save_arg = save.to_str().unwrap();
@@ -166,10 +164,10 @@ fn a_second_run_with_the_same_save_remembers_the_first() {
 #[test]
 fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
     use bevy_npc_memory::{SaveGame, backup_path};
-    let dir = support::temp_dir("sigkill");
+    let dir = crate::support::temp_dir("sigkill");
     let save = dir.join("savegame.json");
     for (round, delay_ms) in [120u64, 230, 340, 450, 560].into_iter().enumerate() {
-        let mut child = Command::new(support::example_binary("terminal_chat"))
+        let mut child = Command::new(crate::support::example_binary("terminal_chat"))
             .args(["--window", "6", "--save", save.to_str().unwrap()])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())

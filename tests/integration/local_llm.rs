@@ -5,9 +5,6 @@
 //! A 135M model's words are poor, so these tests assert behaviour, never wording:
 //! a reply arrives, deltas add up, the summary reaches the next system prompt,
 //! cancelled work stops, and bad files fail cleanly.
-#![cfg(feature = "local-llm")]
-
-mod support;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -19,8 +16,8 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     ChatTemplateSource, DEFAULT_MODEL_PATH, MaxTokensPolicy, Progress, PromptMessage, Role,
 };
-use support::fake_llm::reply_request;
-use support::{Harness, add_inbox, persona, read_trace, temp_dir};
+use crate::support::fake_llm::reply_request;
+use crate::support::{Harness, add_inbox, persona, read_trace, temp_dir};
 
 /// The model file, or `None` (with the reason printed) outside CI.
 fn model_path() -> Option<PathBuf> {
@@ -53,7 +50,7 @@ fn config(path: PathBuf) -> LocalLlmConfig {
 }
 
 fn harness(backend: LocalLlmBackend, trace: Option<&std::path::Path>) -> Harness {
-    let settings = support::slow_model_settings();
+    let settings = crate::support::slow_model_settings();
     let mut plugin = NpcMemoryPlugin::default()
         .with_backend(backend)
         .with_settings(settings);
@@ -140,7 +137,7 @@ fn a_summary_completes_and_reaches_the_next_system_prompt() {
     h.settle();
     drop(h);
     let events = read_trace(&trace);
-    let system = support::traced_system_prompt(&events, "What is my name?");
+    let system = crate::support::traced_system_prompt(&events, "What is my name?");
     assert!(
         system.ends_with(&format!("[Previously]: {summary}")),
         "the summary is in the next system prompt: {system}"

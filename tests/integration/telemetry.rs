@@ -1,9 +1,7 @@
 //! Every request, response, summary update and degradation reaches the trace file.
 
-mod support;
-
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona, read_trace, seed_sized};
+use crate::support::{Harness, persona, read_trace, seed_sized};
 
 #[test]
 fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
@@ -74,7 +72,7 @@ fn the_trace_file_records_the_whole_pipeline_as_json_lines() {
 
 #[test]
 fn a_second_run_appends_to_the_trace_and_the_cap_rotates_it() {
-    let dir = support::temp_dir("trace-append");
+    let dir = crate::support::temp_dir("trace-append");
     let path = dir.join("trace.jsonl");
     let run = |line: &str, limit: Option<u64>| {
         let backend = ScriptedBackend::new();

@@ -1,9 +1,6 @@
 //! The OpenAI-compatible backend against a scripted server on 127.0.0.1: faults,
 //! retries, streaming, usage, hostile servers, and no credential in any output.
 
-mod support;
-
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -13,42 +10,10 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy, Role,
 };
-use support::fake_llm::{
+use crate::support::fake_llm::{
     FakeLlm, FakeReply, Flood, completion, http_date, reply_request, stream_events,
 };
-use support::{Harness, persona, read_trace, temp_dir};
-
-/// Remembers the largest single allocation of this test binary. A client that
-/// buffers what a server sends grows one `Vec` or `String` to that size, so this
-/// shows whether a flood ever reached memory, whichever tests run alongside.
-struct LargestAllocation;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is passed on to the system allocator unchanged.
-unsafe impl GlobalAlloc for LargestAllocation {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: LargestAllocation = LargestAllocation;
+use crate::support::{Harness, persona, read_trace, temp_dir};
 
 /// No allocation may come near a flood: a few times the largest limit.
 const ALLOCATION_BOUND: usize = 32 << 20;
@@ -118,7 +83,7 @@ fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
     configure(&mut config);
     let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
     // Traces append: a file left by an earlier run with this pid must not add lines.
-    let trace = support::temp_dir(&format!("http-trace-{name}")).join("trace.jsonl");
+    let trace = crate::support::temp_dir(&format!("http-trace-{name}")).join("trace.jsonl");
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(backend.clone())
@@ -140,8 +105,8 @@ impl Setup {
         let before = self.h.inbox::<NpcReplied>().len() + self.h.inbox::<NpcReplyFailed>().len();
         self.h.say("echo7", line);
         self.h.run_until("a reply or a failure", |w| {
-            w.resource::<support::Inbox<NpcReplied>>().0.len()
-                + w.resource::<support::Inbox<NpcReplyFailed>>().0.len()
+            w.resource::<crate::support::Inbox<NpcReplied>>().0.len()
+                + w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.len()
                 > before
         });
     }
@@ -174,7 +139,7 @@ impl Setup {
                 "the client let {sent} bytes of a flood through"
             );
         }
-        let largest = LARGEST.load(Ordering::Relaxed);
+        let largest = crate::support::alloc::largest_allocation();
         assert!(
             largest < ALLOCATION_BOUND,
             "an allocation of {largest} bytes"

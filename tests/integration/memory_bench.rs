@@ -1,8 +1,6 @@
 //! The `memory_bench` example's interface on a tiny LoCoMo-shaped fixture with known
 //! evidence, so its recall figures can be checked exactly.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -79,7 +77,7 @@ fn report(data: &Path, strategy: &str) -> Value {
 
 #[test]
 fn recall_on_a_fixture_with_known_evidence_is_exact() {
-    let dir = support::temp_dir("bench-fixture");
+    let dir = crate::support::temp_dir("bench-fixture");
     let data = fixture(&dir);
 
     let full = report(&data, "full");
@@ -147,7 +145,7 @@ fn recall_on_a_fixture_with_known_evidence_is_exact() {
 
 #[test]
 fn bad_input_names_the_file_and_the_record() {
-    let dir = support::temp_dir("bench-bad");
+    let dir = crate::support::temp_dir("bench-bad");
     let missing = dir.join("missing.json");
     let (ok, _, stderr) = run(&["--data", missing.to_str().unwrap(), "--strategy", "full"]);
     assert!(!ok && stderr.contains("missing.json"), "{stderr}");
@@ -202,7 +200,7 @@ fn recall_fixture(dir: &Path) -> PathBuf {
 
 #[test]
 fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off() {
-    let dir = support::temp_dir("bench-layered");
+    let dir = crate::support::temp_dir("bench-layered");
     let data = recall_fixture(&dir);
     let layered = |extra: &[&str]| -> Value {
         let mut args = vec![

@@ -1,13 +1,11 @@
 //! Memory outlives entities; clearing cancels; replies stream.
 
-mod support;
-
 use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy_npc_memory::ScriptStep;
 use bevy_npc_memory::prelude::*;
-use support::{Harness, persona};
+use crate::support::{Harness, persona};
 
 #[test]
 fn a_despawned_and_respawned_npc_remembers() {
@@ -156,7 +154,7 @@ fn a_reply_slower_than_the_timeout_fails_and_keeps_the_line() {
     h.spawn("echo7", persona("ECHO-7"));
     h.say("echo7", "Are you there?");
     h.run_until("the reply fails", |w| {
-        !w.resource::<support::Inbox<NpcReplyFailed>>().0.is_empty()
+        !w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.is_empty()
     });
     let failed = &h.inbox::<NpcReplyFailed>()[0];
     assert!(
@@ -312,7 +310,7 @@ fn usage_figures_reach_the_resource_and_bevy_diagnostics() {
 
 #[test]
 fn an_npc_the_loaded_save_does_not_hold_starts_fresh_and_answers() {
-    let dir = support::temp_dir("unknown-to-save");
+    let dir = crate::support::temp_dir("unknown-to-save");
     let path = dir.join("other_slot.json");
     // Another slot, made by a build where the NPC had another id.
     let mut other = Harness::new(NpcMemoryPlugin::default());
@@ -349,7 +347,7 @@ fn an_npc_the_loaded_save_does_not_hold_starts_fresh_and_answers() {
 
 #[test]
 fn a_runaway_reply_is_cut_at_the_reply_limit_and_the_cut_is_traced() {
-    let dir = support::temp_dir("runaway-reply");
+    let dir = crate::support::temp_dir("runaway-reply");
     let trace = dir.join("trace.jsonl");
     // Words of several scripts, so the cut lands among multi-byte characters.
     let runaway = "नमस्ते 👩‍👩‍👧 ok ".repeat(2_000);
@@ -385,7 +383,7 @@ fn a_runaway_reply_is_cut_at_the_reply_limit_and_the_cut_is_traced() {
         "short replies are untouched"
     );
     drop(h);
-    let cuts: Vec<_> = support::read_trace(&trace)
+    let cuts: Vec<_> = crate::support::read_trace(&trace)
         .into_iter()
         .filter(|e| e["event"] == "reply_cut")
         .collect();

@@ -1,10 +1,8 @@
 //! The debug panel's numbers, computed headless, match the plugin's state.
 
-mod support;
-
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{NpcMemoryReport, Role, SectionKind};
-use support::{Harness, persona, seed_sized};
+use crate::support::{Harness, persona, seed_sized};
 
 fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
     let world = h.app.world();
@@ -99,7 +97,7 @@ fn the_report_shows_requests_in_flight_and_the_queue() {
 
 #[test]
 fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
-    let mut h = support::layered_scene();
+    let mut h = crate::support::layered_scene();
     h.app.world_mut().write_message(SetPinnedFact {
         npc: NpcId::new("echo7"),
         key: FactKey::CURRENT_GOAL,

@@ -2,13 +2,11 @@
 //! old messages, pinned facts from strict JSON, the game's word over the model's,
 //! quoting of hostile lines, and saves of all of it.
 
-mod support;
-
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     Degradation, FactChangeKind, FactSource, MemoryParts, RecallReason, SaveGame, SectionKind,
 };
-use support::{Harness, persona, seed_sized, temp_dir};
+use crate::support::{Harness, persona, seed_sized, temp_dir};
 
 fn context(h: &Harness, npc: &str) -> bevy_npc_memory::ContextMemory {
     h.app
@@ -144,7 +142,7 @@ fn a_changed_goal_marks_the_old_one_outdated_with_its_evidence() {
     assert_eq!(h.summary("echo7"), "Alex now heads for the radio room.");
 
     drop(h);
-    let updates: Vec<_> = support::read_trace(&trace)
+    let updates: Vec<_> = crate::support::read_trace(&trace)
         .into_iter()
         .filter(|e| e["event"] == "summary_updated")
         .collect();
@@ -289,7 +287,7 @@ fn hostile_lines_stay_quoted_data_in_facts_and_recall() {
 fn facts_segments_and_recall_state_survive_save_and_load() {
     let dir = temp_dir("layered-save");
     let path = dir.join("savegame.json");
-    let mut h = support::layered_scene();
+    let mut h = crate::support::layered_scene();
     let before = context(&h, "echo7");
     assert!(!before.segments().is_empty());
     assert_eq!(
@@ -302,7 +300,7 @@ fn facts_segments_and_recall_state_survive_save_and_load() {
     );
     h.save_to(&path);
 
-    let mut fresh = Harness::new(support::layered_plugin());
+    let mut fresh = Harness::new(crate::support::layered_plugin());
     fresh.load_from(&path);
     assert_eq!(fresh.inbox::<MemoryLoaded>().len(), 1);
     fresh.spawn("echo7", persona("ECHO-7"));

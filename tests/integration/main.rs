@@ -1,0 +1,28 @@
+//! The integration tests: one binary (every test file used to link all of Bevy on
+//! its own), one module per area, sharing the harness in `support`.
+
+mod support;
+
+mod autoplay;
+mod bunker_screenshot;
+mod busy_queue;
+mod debug_report;
+mod degradation;
+mod echo7_walkthrough;
+mod hostile_saves;
+#[cfg(feature = "http")]
+mod http_backend;
+mod isolation;
+mod layered_memory;
+mod lifecycle;
+#[cfg(feature = "local-llm")]
+mod local_llm;
+mod memory_bench;
+mod persistence;
+mod personas;
+#[cfg(feature = "http")]
+mod real_server;
+mod telemetry;
+#[cfg(feature = "http")]
+mod terminal_chat;
+mod unicode_fuzz;
