@@ -107,7 +107,7 @@ fn normalize_word(word: &mut String) {
 /// Harman's "S" stemmer: plural rules, nothing more aggressive. (Its "-es → -e"
 /// rule is the same as dropping the "s", so it needs no branch of its own.)
 fn strip_plural(word: &mut String) {
-    if letters(word) < 4 {
+    if !has_letters(word, 4) {
         return;
     }
     if word.ends_with("ies") && !word.ends_with("eies") && !word.ends_with("aies") {
@@ -129,7 +129,7 @@ fn strip_plural(word: &mut String) {
 /// look like "tt".
 fn strip_verb_ending(word: &mut String) {
     for ending in ["ing", "ed"] {
-        if letters(word) >= ending.len() + 3 && word.ends_with(ending) {
+        if has_letters(word, ending.len() + 3) && word.ends_with(ending) {
             word.truncate(word.len() - ending.len());
             let mut tail = word.chars().rev();
             if let (Some(last), Some(before)) = (tail.next(), tail.next())
@@ -142,13 +142,15 @@ fn strip_verb_ending(word: &mut String) {
             break;
         }
     }
-    if letters(word) > 3 && word.ends_with('e') {
+    if has_letters(word, 4) && word.ends_with('e') {
         word.pop();
     }
 }
 
-fn letters(word: &str) -> usize {
-    word.chars().count()
+/// Whether `word` has at least `count` letters. A word has no more letters than
+/// bytes, so only a long non-ASCII word needs counting.
+fn has_letters(word: &str, count: usize) -> bool {
+    word.len() >= count && (word.is_ascii() || word.chars().count() >= count)
 }
 
 /// Porter-like derivational suffixes, longest first, stripped when a stem of at
@@ -160,7 +162,7 @@ fn strip_derivation(word: &mut String) {
         "ation", "ness", "ment", "ity", "ful", "ous", "ive", "ion", "al", "ly",
     ];
     for suffix in SUFFIXES {
-        if letters(word) >= suffix.len() + 4 && word.ends_with(suffix) {
+        if has_letters(word, suffix.len() + 4) && word.ends_with(suffix) {
             word.truncate(word.len() - suffix.len());
             return;
         }
