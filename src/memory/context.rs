@@ -15,7 +15,8 @@ use super::quote::quote;
 use super::recall::RecallIndex;
 use super::segments::Segments;
 use super::text::{
-    is_line_break, normalize_line_breaks, one_line, shorten_to_chars, strip_prefix_ignoring_case,
+    has_line_break, normalize_line_breaks, push_one_line, shorten_to_chars,
+    strip_prefix_ignoring_case,
 };
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
@@ -392,7 +393,7 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
         out.push_str(": ");
         // One line per message: a line break inside a message would let it forge a
         // turn of another speaker, or the summary label, for the summarizer to copy.
-        out.push_str(&one_line(&message.content));
+        push_one_line(&mut out, &message.content);
     }
     out
 }
@@ -406,7 +407,7 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
 /// unchanged.
 pub(crate) fn neutralize_summary<'a>(summary: &'a str, persona: &PersonaPrompt) -> Cow<'a, str> {
     // Most summaries are one line, and a first line cannot pose as anything.
-    if !summary.contains(is_line_break) {
+    if !has_line_break(summary) {
         return Cow::Borrowed(summary);
     }
     let normalized = normalize_line_breaks(summary);
