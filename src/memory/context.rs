@@ -1,5 +1,6 @@
 //! L3: context memory. Folds messages into a summary and rewrites the system prompt.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,10 @@ use super::message::{ChatMessage, LogIndex};
 use super::quote::quote;
 use super::recall::RecallIndex;
 use super::segments::Segments;
-use super::text::{normalize_line_breaks, one_line, shorten_to_chars, strip_prefix_ignoring_case};
+use super::text::{
+    has_line_break, normalize_line_breaks, push_one_line, shorten_to_chars,
+    strip_prefix_ignoring_case,
+};
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -351,7 +355,10 @@ impl ContextMemory {
             // Quoted whole wherever it is placed, so its lines are data already.
             return Ok(Arc::from(text));
         }
-        Ok(neutralize_summary(text, &self.persona))
+        Ok(match neutralize_summary(text, &self.persona) {
+            Cow::Borrowed(text) => Arc::from(text),
+            Cow::Owned(text) => Arc::from(text),
+        })
     }
 }
 
@@ -386,7 +393,7 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
         out.push_str(": ");
         // One line per message: a line break inside a message would let it forge a
         // turn of another speaker, or the summary label, for the summarizer to copy.
-        out.push_str(&one_line(&message.content));
+        push_one_line(&mut out, &message.content);
     }
     out
 }
@@ -398,12 +405,16 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
 /// as its turn, nor a second summary. The first line follows the label on the
 /// label's own line, so it cannot pose as either. Ordinary summaries come back
 /// unchanged.
-pub(crate) fn neutralize_summary(summary: &str, persona: &PersonaPrompt) -> Arc<str> {
+pub(crate) fn neutralize_summary<'a>(summary: &'a str, persona: &PersonaPrompt) -> Cow<'a, str> {
+    // Most summaries are one line, and a first line cannot pose as anything.
+    if !has_line_break(summary) {
+        return Cow::Borrowed(summary);
+    }
     let normalized = normalize_line_breaks(summary);
     let forged =
         |(number, line): &(usize, &str)| *number > 0 && reads_as_turn_or_label(line, persona);
     if !normalized.split('\n').enumerate().any(|line| forged(&line)) {
-        return Arc::from(normalized);
+        return Cow::Owned(normalized);
     }
     let lines: Vec<String> = normalized
         .split('\n')
@@ -417,7 +428,7 @@ pub(crate) fn neutralize_summary(summary: &str, persona: &PersonaPrompt) -> Arc<
             }
         })
         .collect();
-    Arc::from(lines.join("\n"))
+    Cow::Owned(lines.join("\n"))
 }
 
 fn reads_as_turn_or_label(line: &str, persona: &PersonaPrompt) -> bool {

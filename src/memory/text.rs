@@ -11,12 +11,38 @@ pub(crate) fn is_line_break(ch: char) -> bool {
     )
 }
 
-/// `text` on one line: every line break becomes a space, so a message cannot start
-/// a line (and pose as a speaker) of its own inside a transcript.
-pub(crate) fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|ch| if is_line_break(ch) { ' ' } else { ch })
-        .collect()
+/// Appends `text` to `out` on one line: every line break becomes a space, so a
+/// message cannot start a line (and pose as a speaker) of its own inside a
+/// transcript. Copied whole when it has no line break, as almost every message.
+pub(crate) fn push_one_line(out: &mut String, text: &str) {
+    if has_line_break(text) {
+        out.extend(
+            text.chars()
+                .map(|ch| if is_line_break(ch) { ' ' } else { ch }),
+        );
+    } else {
+        out.push_str(text);
+    }
+}
+
+/// Whether `text` holds a line break. Transcripts ask this of every message, so
+/// ASCII text, the common case, is checked eight bytes at a time for a byte below
+/// 0x0e (the ASCII breaks are 0x0a to 0x0d); other text by its characters.
+pub(crate) fn has_line_break(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if !bytes.is_ascii() {
+        return text.contains(is_line_break);
+    }
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    // For ASCII bytes, `(x - 0x0e..) & !x & 0x80..` is non-zero exactly when one
+    // of the eight is below 0x0e.
+    let low = (&mut chunks).any(|chunk| {
+        let x = u64::from_ne_bytes(chunk.try_into().expect("eight bytes"));
+        x.wrapping_sub(ONES * 0x0e) & !x & TOPS != 0
+    });
+    (low || chunks.remainder().iter().any(|&b| b < 0x0e)) && text.contains(is_line_break)
 }
 
 /// `text` with `\r\n` and every other line break as `\n`, so that the lines a
@@ -87,6 +113,19 @@ mod tests {
     }
 
     #[test]
+    fn line_breaks_are_found_at_any_position_and_tabs_are_not_breaks() {
+        for at in 0..20 {
+            let mut text = "x".repeat(20);
+            text.insert(at, '\u{b}');
+            assert!(has_line_break(&text), "{at}");
+            let tabbed = text.replace('\u{b}', "\t");
+            assert!(!has_line_break(&tabbed), "{at}");
+        }
+        assert!(has_line_break("café\u{2028}"));
+        assert!(!has_line_break("café 我"));
+    }
+
+    #[test]
     fn shortening_counts_characters_and_marks_the_cut() {
         assert_eq!(shorten_to_chars("héllo", 10), "héllo");
         assert_eq!(shorten_to_chars("héllo", 5), "héllo");
@@ -99,9 +138,12 @@ mod tests {
         #[test]
         fn helpers_never_panic_and_keep_their_promises(text in "\\PC{0,40}", prefix in "\\PC{0,4}", max in 0usize..50) {
             let _ = strip_prefix_ignoring_case(&text, &prefix);
+            prop_assert_eq!(has_line_break(&text), text.chars().any(is_line_break));
             let short = shorten_to_chars(&text, max);
             prop_assert!(short.chars().count() <= max.max(1));
-            prop_assert!(!one_line(&text).chars().any(is_line_break));
+            let mut flat = String::new();
+            push_one_line(&mut flat, &text);
+            prop_assert!(!flat.chars().any(is_line_break));
             let normalized = normalize_line_breaks(&text);
             prop_assert!(!normalized.chars().any(|c| c != '\n' && is_line_break(c)));
         }

@@ -3,7 +3,9 @@
 
 use crate::memory::config::PromptLanguage;
 use crate::memory::message::{ChatMessage, Role};
-use crate::memory::text::one_line;
+use std::fmt::Write as _;
+
+use crate::memory::text::push_one_line;
 
 /// Appended to the summarizer's instruction when facts are on. It replaces "reply
 /// with the summary only" by the JSON reply that
@@ -54,8 +56,8 @@ pub fn indexed_transcript(messages: &[ChatMessage], player_name: &str, npc_name:
         if !out.is_empty() {
             out.push('\n');
         }
-        let text = one_line(&message.content);
-        out.push_str(&format!("#{} {speaker}: {text}", message.index));
+        let _ = write!(out, "#{} {speaker}: ", message.index);
+        push_one_line(&mut out, &message.content);
     }
     out
 }

@@ -107,13 +107,19 @@ fn normalize_word(word: &mut String) {
 /// Harman's "S" stemmer: plural rules, nothing more aggressive. (Its "-es → -e"
 /// rule is the same as dropping the "s", so it needs no branch of its own.)
 fn strip_plural(word: &mut String) {
-    if letters(word) < 4 {
-        return;
-    }
-    if word.ends_with("ies") && !word.ends_with("eies") && !word.ends_with("aies") {
+    // Suffixes first: they rule out most words without counting letters.
+    if word.ends_with("ies")
+        && !word.ends_with("eies")
+        && !word.ends_with("aies")
+        && has_letters(word, 4)
+    {
         word.truncate(word.len() - 3);
         word.push('y');
-    } else if word.ends_with('s') && !word.ends_with("us") && !word.ends_with("ss") {
+    } else if word.ends_with('s')
+        && !word.ends_with("us")
+        && !word.ends_with("ss")
+        && has_letters(word, 4)
+    {
         word.truncate(word.len() - 1);
     }
 }
@@ -129,7 +135,7 @@ fn strip_plural(word: &mut String) {
 /// look like "tt".
 fn strip_verb_ending(word: &mut String) {
     for ending in ["ing", "ed"] {
-        if letters(word) >= ending.len() + 3 && word.ends_with(ending) {
+        if word.ends_with(ending) && has_letters(word, ending.len() + 3) {
             word.truncate(word.len() - ending.len());
             let mut tail = word.chars().rev();
             if let (Some(last), Some(before)) = (tail.next(), tail.next())
@@ -142,13 +148,15 @@ fn strip_verb_ending(word: &mut String) {
             break;
         }
     }
-    if letters(word) > 3 && word.ends_with('e') {
+    if word.ends_with('e') && has_letters(word, 4) {
         word.pop();
     }
 }
 
-fn letters(word: &str) -> usize {
-    word.chars().count()
+/// Whether `word` has at least `count` letters. A word has no more letters than
+/// bytes, so only a long non-ASCII word needs counting.
+fn has_letters(word: &str, count: usize) -> bool {
+    word.len() >= count && (word.is_ascii() || word.chars().count() >= count)
 }
 
 /// Porter-like derivational suffixes, longest first, stripped when a stem of at
@@ -160,7 +168,7 @@ fn strip_derivation(word: &mut String) {
         "ation", "ness", "ment", "ity", "ful", "ous", "ive", "ion", "al", "ly",
     ];
     for suffix in SUFFIXES {
-        if letters(word) >= suffix.len() + 4 && word.ends_with(suffix) {
+        if word.ends_with(suffix) && has_letters(word, suffix.len() + 4) {
             word.truncate(word.len() - suffix.len());
             return;
         }
