@@ -237,10 +237,10 @@ fn core_round(lines: &[String], model: &[String]) -> Result<(), TestCaseError> {
         .collect();
     prop_assert_eq!(said, lines.iter().map(String::as_str).collect::<Vec<_>>());
     let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
-    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::NpcSave {
-        id: NpcId::new("echo7"),
-        memory: parts.clone(),
-    })]);
+    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::NpcSave::new(
+        NpcId::new("echo7"),
+        parts.clone(),
+    ))]);
     for format in [SaveFormat::Json, SaveFormat::Ron] {
         let bytes = save.to_bytes(format).map_err(TestCaseError::fail)?;
         let loaded =
