@@ -2,8 +2,8 @@
 //! the point the scene exists to show: ECHO-7's request carries Alex's name in its
 //! summary after the introduction has left the window.
 
-use bevy_npc_memory::prelude::*;
 use crate::support::{Harness, persona, read_trace};
+use bevy_npc_memory::prelude::*;
 
 #[test]
 fn the_autoplay_script_shows_memory_outliving_the_window() {

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use crate::support::{Harness, persona};
 use bevy_npc_memory::Role;
 use bevy_npc_memory::prelude::*;
-use crate::support::{Harness, persona};
 
 #[test]
 fn lines_queue_while_busy_and_overflow_fails_clearly() {

@@ -1,8 +1,8 @@
 //! The debug panel's numbers, computed headless, match the plugin's state.
 
+use crate::support::{Harness, persona, seed_sized};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{NpcMemoryReport, Role, SectionKind};
-use crate::support::{Harness, persona, seed_sized};
 
 fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
     let world = h.app.world();

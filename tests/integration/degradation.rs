@@ -1,8 +1,8 @@
 //! Failing summaries degrade memory quality, never the reply path.
 
+use crate::support::{Harness, persona, seed_sized};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{ChatRequest, Degradation, Role};
-use crate::support::{Harness, persona, seed_sized};
 
 fn down() -> BackendError {
     BackendError::Connection {

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use crate::support::alloc::peak_allocation;
+use crate::support::{Harness, layered_scene, persona, seed_sized};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{LoadError, MemoryParts, NpcMemory, SaveFormat, SaveGame, SummaryOutcome};
 use serde_json::{Value, json};
-use crate::support::alloc::peak_allocation;
-use crate::support::{Harness, layered_scene, persona, seed_sized};
 
 /// What the plugin does with a save file: parse and check it (on the IO thread),
 /// then rebuild every NPC's memory (recall index included).

@@ -2,18 +2,18 @@
 //! retries, streaming, usage, hostile servers, and no credential in any output.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
-use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy, Role,
-};
 use crate::support::fake_llm::{
     FakeLlm, FakeReply, Flood, completion, http_date, reply_request, stream_events,
 };
 use crate::support::{Harness, persona, read_trace, temp_dir};
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::{
+    ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy, Role,
+};
 
 /// No allocation may come near a flood: a few times the largest limit.
 const ALLOCATION_BOUND: usize = 32 << 20;
@@ -62,6 +62,9 @@ struct Setup {
     server: FakeLlm,
     trace: std::path::PathBuf,
     backend: OpenAiBackend,
+    /// The runtime the requests run on when the test watches their allocations;
+    /// dropped after the app.
+    _runtime: Option<tokio::runtime::Runtime>,
 }
 
 fn config(server: &FakeLlm) -> OpenAiConfig {
@@ -77,6 +80,27 @@ fn config(server: &FakeLlm) -> OpenAiConfig {
 }
 
 fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
+    setup_on(name, configure, None)
+}
+
+/// A setup whose requests run on a runtime of the test's own, whose threads report
+/// their largest allocation (see `support::alloc`): other tests in this binary
+/// allocate large buffers of their own, which must not count.
+fn setup_watched(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .on_thread_start(crate::support::alloc::watch_this_thread)
+        .enable_all()
+        .build()
+        .unwrap();
+    setup_on(name, configure, Some(runtime))
+}
+
+fn setup_on(
+    name: &str,
+    configure: impl FnOnce(&mut OpenAiConfig),
+    runtime: Option<tokio::runtime::Runtime>,
+) -> Setup {
     captured_logs();
     let server = FakeLlm::start();
     let mut config = config(&server);
@@ -84,17 +108,20 @@ fn setup(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup {
     let backend = OpenAiBackend::with_api_key(config, ApiKey::new(KEY)).unwrap();
     // Traces append: a file left by an earlier run with this pid must not add lines.
     let trace = crate::support::temp_dir(&format!("http-trace-{name}")).join("trace.jsonl");
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default()
-            .with_backend(backend.clone())
-            .with_trace_file(&trace),
-    );
+    let mut plugin = NpcMemoryPlugin::default()
+        .with_backend(backend.clone())
+        .with_trace_file(&trace);
+    if let Some(runtime) = &runtime {
+        plugin = plugin.with_runtime(runtime.handle().clone());
+    }
+    let mut h = Harness::new(plugin);
     h.spawn("echo7", persona("ECHO-7"));
     Setup {
         h,
         server,
         trace,
         backend,
+        _runtime: runtime,
     }
 }
 
@@ -106,7 +133,9 @@ impl Setup {
         self.h.say("echo7", line);
         self.h.run_until("a reply or a failure", |w| {
             w.resource::<crate::support::Inbox<NpcReplied>>().0.len()
-                + w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.len()
+                + w.resource::<crate::support::Inbox<NpcReplyFailed>>()
+                    .0
+                    .len()
                 > before
         });
     }
@@ -139,7 +168,7 @@ impl Setup {
                 "the client let {sent} bytes of a flood through"
             );
         }
-        let largest = crate::support::alloc::largest_allocation();
+        let largest = crate::support::alloc::largest_watched_allocation();
         assert!(
             largest < ALLOCATION_BOUND,
             "an allocation of {largest} bytes"
@@ -636,7 +665,7 @@ fn an_http_date_far_ahead_is_capped_by_max_delay() {
 
 #[test]
 fn a_200_mb_error_body_is_cut_short_and_the_npc_answers_next() {
-    let mut s = setup("flood-error", |_| {});
+    let mut s = setup_watched("flood-error", |_| {});
     let mut flood = Flood::error_body(500);
     // The key sits in the part that is read, so scrubbing must survive the cut.
     flood.head = format!(r#"{{"error":{{"message":"bad key {KEY} "#);
@@ -675,7 +704,7 @@ fn a_200_mb_error_body_is_cut_short_and_the_npc_answers_next() {
 
 #[test]
 fn a_200_mb_stream_stops_at_the_stream_limit() {
-    let mut s = setup("flood-stream", |_| {});
+    let mut s = setup_watched("flood-stream", |_| {});
     s.server.push(FakeReply::Flood(Flood::sse_chunks()));
     s.say_and_wait("Tell me everything.");
     assert_eq!(
@@ -702,7 +731,7 @@ fn a_200_mb_stream_stops_at_the_stream_limit() {
 
 #[test]
 fn a_200_mb_stream_line_stops_at_the_line_limit() {
-    let mut s = setup("flood-line", |_| {});
+    let mut s = setup_watched("flood-line", |_| {});
     s.server.push(FakeReply::Flood(Flood::sse_line()));
     s.say_and_wait("Say something.");
     assert_eq!(
@@ -725,7 +754,7 @@ fn a_200_mb_stream_line_stops_at_the_line_limit() {
 
 #[test]
 fn a_huge_json_reply_stops_at_the_body_limit() {
-    let mut s = setup("flood-json", |config| config.stream = false);
+    let mut s = setup_watched("flood-json", |config| config.stream = false);
     s.server.push(FakeReply::Flood(Flood::json_body()));
     s.say_and_wait("Hello?");
     assert_eq!(
@@ -743,7 +772,7 @@ fn a_huge_json_reply_stops_at_the_body_limit() {
 
 #[test]
 fn a_summary_flood_leaves_a_short_degradation_and_a_small_save() {
-    let mut s = setup("flood-summary", |config| config.stream = false);
+    let mut s = setup_watched("flood-summary", |config| config.stream = false);
     s.h.app.world_mut().write_message(ReconfigureNpcMemory {
         npc: NpcId::new("echo7"),
         config: MemoryConfig {

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use crate::support::{Harness, persona};
 use bevy_npc_memory::Role;
 use bevy_npc_memory::prelude::*;
-use crate::support::{Harness, persona};
 
 #[test]
 fn two_npcs_talking_at_once_never_share_memory() {

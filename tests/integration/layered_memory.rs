@@ -2,11 +2,11 @@
 //! old messages, pinned facts from strict JSON, the game's word over the model's,
 //! quoting of hostile lines, and saves of all of it.
 
+use crate::support::{Harness, persona, seed_sized, temp_dir};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     Degradation, FactChangeKind, FactSource, MemoryParts, RecallReason, SaveGame, SectionKind,
 };
-use crate::support::{Harness, persona, seed_sized, temp_dir};
 
 fn context(h: &Harness, npc: &str) -> bevy_npc_memory::ContextMemory {
     h.app

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
+use crate::support::{Harness, persona};
 use bevy::prelude::*;
 use bevy_npc_memory::ScriptStep;
 use bevy_npc_memory::prelude::*;
-use crate::support::{Harness, persona};
 
 #[test]
 fn a_despawned_and_respawned_npc_remembers() {
@@ -154,7 +154,9 @@ fn a_reply_slower_than_the_timeout_fails_and_keeps_the_line() {
     h.spawn("echo7", persona("ECHO-7"));
     h.say("echo7", "Are you there?");
     h.run_until("the reply fails", |w| {
-        !w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.is_empty()
+        !w.resource::<crate::support::Inbox<NpcReplyFailed>>()
+            .0
+            .is_empty()
     });
     let failed = &h.inbox::<NpcReplyFailed>()[0];
     assert!(

@@ -4,12 +4,12 @@
 use std::fs;
 use std::path::Path;
 
+use crate::support::{Harness, persona, seed_sized, temp_dir};
 use bevy::app::AppExit;
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path,
 };
-use crate::support::{Harness, persona, seed_sized, temp_dir};
 
 fn read_save(path: &Path) -> SaveGame {
     SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()

@@ -1,9 +1,9 @@
 //! Personas load from RON assets and shape each NPC's memory.
 
+use crate::support::Harness;
 use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{PersonaError, SummaryStyle};
-use crate::support::Harness;
 
 #[test]
 fn both_echo7_personas_load_from_assets() {
@@ -143,7 +143,9 @@ fn a_persona_that_fails_to_load_fails_its_lines_instead_of_hanging() {
     h.app.world_mut().spawn(Npc::new("ghost", handle));
     h.say("ghost", "Anyone there?");
     h.run_until("the line fails", |w| {
-        !w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.is_empty()
+        !w.resource::<crate::support::Inbox<NpcReplyFailed>>()
+            .0
+            .is_empty()
     });
     let failed = &h.inbox::<NpcReplyFailed>()[0];
     assert!(
@@ -155,7 +157,10 @@ fn a_persona_that_fails_to_load_fails_its_lines_instead_of_hanging() {
     // Later lines fail at once, with the same reason.
     h.say("ghost", "Hello?");
     h.run_until("the second line fails", |w| {
-        w.resource::<crate::support::Inbox<NpcReplyFailed>>().0.len() == 2
+        w.resource::<crate::support::Inbox<NpcReplyFailed>>()
+            .0
+            .len()
+            == 2
     });
 }
 

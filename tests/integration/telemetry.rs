@@ -1,7 +1,7 @@
 //! Every request, response, summary update and degradation reaches the trace file.
 
-use bevy_npc_memory::prelude::*;
 use crate::support::{Harness, persona, read_trace, seed_sized};
+use bevy_npc_memory::prelude::*;
 
 #[test]
 fn the_trace_file_records_the_whole_pipeline_as_json_lines() {

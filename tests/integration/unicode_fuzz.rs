@@ -10,6 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{Harness, persona};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     AssembledPrompt, BackendFuture, ChatRequest, ChatResponse, MemoryParts, NpcMemory,
@@ -18,7 +19,6 @@ use bevy_npc_memory::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use crate::support::{Harness, persona};
 
 const BUDGET: usize = 600;
 

@@ -1,7 +1,8 @@
-//! The test binary's allocator: the system allocator, counting. It remembers the
-//! largest single allocation (a client that buffers a flood grows one `Vec` to its
-//! size), and, on threads that ask, the peak of bytes live at once (what loading a
-//! save costs).
+//! The test binary's allocator: the system allocator, counting. On threads that
+//! ask, it remembers the largest single allocation (a client that buffers a flood
+//! grows one `Vec` to its size), or the peak of bytes live at once (what loading a
+//! save costs). Only threads that ask count: the other tests in this binary
+//! allocate as they please.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -12,9 +13,16 @@ pub struct CountingAllocator;
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
+    static WATCHED: Cell<bool> = const { Cell::new(false) };
     static MEASURING: Cell<bool> = const { Cell::new(false) };
     static LIVE: Cell<isize> = const { Cell::new(0) };
     static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn note_size(size: usize) {
+    if WATCHED.try_with(Cell::get).unwrap_or(false) {
+        LARGEST.fetch_max(size, Ordering::Relaxed);
+    }
 }
 
 fn note(change: isize) {
@@ -32,7 +40,7 @@ fn note(change: isize) {
 // touches an atomic and `const`-initialised thread locals, which never allocate.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note_size(layout.size());
         let pointer = unsafe { System.alloc(layout) };
         if !pointer.is_null() {
             note(layout.size() as isize);
@@ -41,7 +49,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note_size(layout.size());
         let pointer = unsafe { System.alloc_zeroed(layout) };
         if !pointer.is_null() {
             note(layout.size() as isize);
@@ -55,7 +63,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        note_size(new_size);
         let moved = unsafe { System.realloc(pointer, layout, new_size) };
         if !moved.is_null() {
             note(new_size as isize - layout.size() as isize);
@@ -67,8 +75,14 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-/// The largest single allocation any thread of this binary has made so far.
-pub fn largest_allocation() -> usize {
+/// Counts this thread's allocations in [`largest_watched_allocation`]. Made for
+/// `on_thread_start` of a runtime whose requests a test watches.
+pub fn watch_this_thread() {
+    WATCHED.set(true);
+}
+
+/// The largest single allocation any watched thread has made so far.
+pub fn largest_watched_allocation() -> usize {
     LARGEST.load(Ordering::Relaxed)
 }
 
