@@ -18,56 +18,13 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::chat_log::ChatLog;
-use super::config::PromptLanguage;
-use super::context::PersonaPrompt;
+use super::config::{PromptBudget, SectionShares};
+use super::persona::{PersonaPrompt, PromptLanguage};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use super::quote::{clock, quote};
 use super::recall::{RecallHit, RecallReason};
 use super::segments::{SegmentPriority, SummarySegment};
 use super::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
-
-/// The token budget of a reply prompt and how its flexible part is shared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PromptBudget {
-    /// Most estimated tokens per reply prompt. `None` sends every section whole.
-    pub max_tokens: Option<usize>,
-    /// How the room left after the persona, the facts and the uncovered messages is
-    /// shared before leftovers are handed on.
-    pub shares: SectionShares,
-}
-
-impl Default for PromptBudget {
-    fn default() -> Self {
-        Self {
-            max_tokens: None,
-            shares: SectionShares::default(),
-        }
-    }
-}
-
-/// Shares of the flexible room. They need not add up to one: each is a first claim,
-/// and leftovers go to the recalled messages, then the window, then the summaries.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SectionShares {
-    /// The covered, most recent messages of the window.
-    pub window: f32,
-    /// Summaries.
-    pub summaries: f32,
-    /// Recalled messages.
-    pub recall: f32,
-}
-
-impl Default for SectionShares {
-    fn default() -> Self {
-        Self {
-            window: 0.2,
-            summaries: 0.1,
-            recall: 0.7,
-        }
-    }
-}
 
 /// The kinds of prompt section, in the order they appear.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::assembly::AssembledPrompt;
-use super::config::{MemoryFeatures, SummaryStyle};
+use super::config::MemoryFeatures;
+use super::persona::PersonaPrompt;
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
 use super::quote::quote;
@@ -19,16 +20,13 @@ use super::text::{
     strip_prefix_ignoring_case,
 };
 
-/// What an NPC is, before any memory is added: its name and its system prompt.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PersonaPrompt {
-    /// The NPC's display name, used in summary transcripts.
-    pub name: String,
-    /// The persona text. Memory is appended to it; it is never overwritten.
-    pub text: Arc<str>,
-    /// The wording of summary requests and of the summary label.
-    pub style: SummaryStyle,
-}
+/// Longest text kept from outside the game in a stored reason (a failed summary's
+/// error, a server's message), in characters. Longer text is shortened when it is
+/// stored or loaded.
+pub const MAX_STORED_REASON_CHARS: usize = 500;
+
+/// Requests per summary before it degrades: the first try and one retry.
+pub const SUMMARY_ATTEMPTS: u32 = 2;
 
 /// Identifies one summary job, so that a result for a job that no longer exists
 /// (the memory was cleared meanwhile) is recognised and ignored.
@@ -87,10 +85,9 @@ impl Degradation {
     /// Cuts a failure's reason to [`MAX_STORED_REASON_CHARS`]: it is text from
     /// outside (a server's error, a model's malformed reply) and is kept in saves.
     ///
-    /// [`MAX_STORED_REASON_CHARS`]: crate::memory::MAX_STORED_REASON_CHARS
     pub(crate) fn shorten_reason(&mut self) {
         if let Degradation::SummaryFailed { reason, .. } = self {
-            let short = shorten_to_chars(reason, super::validation::MAX_STORED_REASON_CHARS);
+            let short = shorten_to_chars(reason, MAX_STORED_REASON_CHARS);
             if short.len() != reason.len() {
                 *reason = short.into_owned();
             }

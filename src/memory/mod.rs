@@ -18,6 +18,7 @@ mod facts;
 mod forgetting;
 mod message;
 mod parts;
+mod persona;
 mod pipeline;
 mod quote;
 mod recall;
@@ -34,13 +35,11 @@ mod tests;
 #[cfg(test)]
 mod validation_tests;
 
-pub use assembly::{
-    AssembledPrompt, PromptBudget, RecalledMessage, SectionKind, SectionReport, SectionShares,
-};
+pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use chat_log::ChatLog;
-pub use config::{MemoryConfig, MemoryFeatures, PromptLanguage, SummaryStyle};
+pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
 pub use context::{
-    ContextMemory, Degradation, PersonaPrompt, SummaryJobId, SummaryKind, SummaryRecord,
+    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind, SummaryRecord,
     SummaryTrigger, compose_system_prompt,
 };
 pub use facts::{
@@ -51,9 +50,10 @@ pub use facts::{
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
-pub use parts::{MemoryParts, PersonaParts};
+pub use parts::{InvalidField, MemoryParts};
+pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use pipeline::{
-    LayersMut, NpcMemory, Recorded, SUMMARY_ATTEMPTS, SummaryInput, SummaryJob, SummaryOutcome,
+    LayersMut, NpcMemory, Recorded, SummaryInput, SummaryJob, SummaryOutcome,
     SummaryUpdate,
 };
 pub use quote::quote;
@@ -66,8 +66,8 @@ pub use tokens::{
     MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
 };
 pub use validation::{
-    InvalidField, MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_RECALL_MESSAGES, MAX_SEGMENT_LEVEL,
-    MAX_STORED_REASON_CHARS, MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
+    MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_RECALL_MESSAGES, MAX_SEGMENT_LEVEL,
+    MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
 };
 pub use window::RollingWindow;
 

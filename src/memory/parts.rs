@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
-use super::context::{ContextMemory, Degradation, PersonaPrompt, SummaryRecord};
+use super::context::{ContextMemory, Degradation, SummaryRecord};
+use super::persona::PersonaPrompt;
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
 use super::pipeline::NpcMemory;
 use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
-use super::validation::InvalidField;
 use super::window::RollingWindow;
 
 /// Everything one NPC remembers, as data: the full log (L2), where the window (L1)
@@ -23,7 +23,7 @@ use super::window::RollingWindow;
 #[serde(deny_unknown_fields)]
 pub struct MemoryParts {
     /// The persona the memory was built on (the live persona asset wins on spawn).
-    pub persona: PersonaParts,
+    pub persona: PersonaPrompt,
     /// Window, threshold and limits in force.
     pub config: MemoryConfig,
     /// L2: every message, in order.
@@ -47,16 +47,15 @@ pub struct MemoryParts {
     pub recall: RecallState,
 }
 
-/// A persona as saved.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PersonaParts {
-    /// The NPC's display name.
-    pub name: String,
-    /// The persona text.
-    pub text: Arc<str>,
-    /// The summary wording.
-    pub style: super::config::SummaryStyle,
+/// Why saved memory was refused: the field (a path such as `recall.forgotten[2]`)
+/// and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct InvalidField {
+    /// Where in the memory.
+    pub field: String,
+    /// What is wrong.
+    pub problem: String,
 }
 
 impl MemoryParts {
@@ -64,11 +63,7 @@ impl MemoryParts {
     /// texts themselves are shared, not copied.
     pub fn of(log: &ChatLog, window: &RollingWindow, context: &ContextMemory) -> Self {
         Self {
-            persona: PersonaParts {
-                name: context.persona.name.clone(),
-                text: context.persona.text.clone(),
-                style: context.persona.style.clone(),
-            },
+            persona: context.persona.clone(),
             config: MemoryConfig {
                 max_context_window: window.max_context_window(),
                 summary_threshold: Some(context.threshold),
@@ -92,12 +87,7 @@ impl MemoryParts {
     /// summary) with the saved tail of L2.
     pub fn into_memory(self) -> Result<NpcMemory, InvalidField> {
         self.validate()?;
-        let persona = PersonaPrompt {
-            name: self.persona.name,
-            text: self.persona.text,
-            style: self.persona.style,
-        };
-        let mut memory = NpcMemory::new(persona, &self.config);
+        let mut memory = NpcMemory::new(self.persona, &self.config);
         let mut log = ChatLog::new();
         for message in self.log {
             log.append(message.role, message.content, message.timestamp);

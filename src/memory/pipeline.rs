@@ -11,7 +11,7 @@ use super::assembly::{AssembledPrompt, AssemblyInput, assemble};
 use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{
-    ContextMemory, Degradation, InFlight, PersonaPrompt, SummaryJobId, SummaryKind, SummaryRecord,
+    ContextMemory, Degradation, InFlight, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind, SummaryRecord,
     SummaryTrigger, transcript,
 };
 use super::facts::{
@@ -20,12 +20,10 @@ use super::facts::{
 };
 use super::forgetting::{ForgettingReport, MessageFacts};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
+use super::persona::PersonaPrompt;
 use super::recall::RecallQuery;
 use super::segments::{SegmentPriority, SummarySegment};
 use super::window::RollingWindow;
-
-/// Requests per summary before it degrades: the first try and one retry.
-pub const SUMMARY_ATTEMPTS: u32 = 2;
 
 /// Under a prompt budget, recall fetches one candidate per this many budget tokens
 /// (a short chat line with its framing), so the recall share can be filled.

@@ -9,13 +9,8 @@ use std::ops::Range;
 use super::config::MemoryConfig;
 use super::context::{Degradation, SummaryRecord};
 use super::message::LogIndex;
-use super::parts::MemoryParts;
-use super::pipeline::SUMMARY_ATTEMPTS;
-
-/// Longest text kept from outside the game in a stored reason (a failed summary's
-/// error, a server's message), in characters. Longer text is shortened when it is
-/// stored or loaded.
-pub const MAX_STORED_REASON_CHARS: usize = 500;
+use super::parts::{InvalidField, MemoryParts};
+use super::context::SUMMARY_ATTEMPTS;
 
 /// The largest window, threshold or hard cap a memory may have, in messages.
 pub const MAX_WINDOW_MESSAGES: usize = 100_000;
@@ -31,17 +26,6 @@ pub const MAX_RECALL_MESSAGES: usize = 10_000;
 /// Most pinned facts, history entries per key, or updates per summary a memory
 /// may be configured for; and the longest fact value, in characters.
 pub const MAX_FACT_SETTING: usize = 100_000;
-
-/// Why saved memory was refused: the field (a path such as `recall.forgotten[2]`)
-/// and what is wrong with it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {problem}")]
-pub struct InvalidField {
-    /// Where in the memory.
-    pub field: String,
-    /// What is wrong.
-    pub problem: String,
-}
 
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> InvalidField {
     InvalidField {

@@ -20,7 +20,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::conversation::Pipeline;
 use super::persona::Persona;
-use crate::memory::{MemoryParts, NpcId, PersonaParts};
+use crate::memory::{MemoryParts, NpcId, PersonaPrompt};
 use crate::save::{
     LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, UnusableSave, WriteTicket,
     backup_path, import_unity_save, load_slot, read_bounded, with_path_lock, write_slot,
@@ -476,7 +476,7 @@ pub(crate) fn take_save_requests(
         let (persona, config) = match pipeline.layers().parts(npc) {
             Some(parts) => (parts.persona, parts.config),
             None => (
-                PersonaParts {
+                PersonaPrompt {
                     name: npc.to_string(),
                     text: "".into(),
                     style: Default::default(),

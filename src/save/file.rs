@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
-use super::format::LoadError;
+use super::error::LoadError;
 
 /// `savegame.json` → `savegame.json.bak`: the previous save, kept on every write.
 pub fn backup_path(path: &Path) -> PathBuf {

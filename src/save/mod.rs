@@ -2,17 +2,19 @@
 //! import of the seed's Unity layout. Plain Rust; the plugin's save and load
 //! messages live in the Bevy adapter.
 
+mod error;
 mod file;
 mod format;
+mod migrate;
 mod slot;
 mod unity;
 mod v1;
 
 pub use file::backup_path;
 pub(crate) use file::{read_bounded, with_path_lock};
+pub use error::{LoadError, SaveError};
 pub use format::{
-    LoadError, MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveError,
-    SaveFormat, SaveGame,
+    MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
 };
 pub use slot::UnusableSave;
 pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::format::LoadError;
+use super::error::LoadError;
 use crate::memory::{
-    ChatMessage, MemoryConfig, MemoryParts, PersonaParts, Role, SummaryRecord, SummaryTrigger,
+    ChatMessage, MemoryConfig, MemoryParts, PersonaPrompt, Role, SummaryRecord, SummaryTrigger,
 };
 
 #[derive(Deserialize)]
@@ -43,7 +43,7 @@ struct ContextMemory {
 /// seed's documented example, are tolerated.
 pub fn import_unity_save(
     text: &str,
-    persona: PersonaParts,
+    persona: PersonaPrompt,
     config: MemoryConfig,
 ) -> Result<MemoryParts, LoadError> {
     let malformed = |what: &str, e: serde_json::Error| LoadError::Malformed(format!("{what}: {e}"));

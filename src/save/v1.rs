@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::format::{NpcSave, SAVE_FORMAT_VERSION, SaveGame};
 use crate::memory::{
-    ChatMessage, Degradation, LogIndex, MemoryConfig, MemoryParts, NpcId, PersonaParts,
+    ChatMessage, Degradation, LogIndex, MemoryConfig, MemoryParts, NpcId, PersonaPrompt,
     PromptLanguage, SummaryRecord,
 };
 
@@ -36,7 +36,7 @@ struct NpcSaveV1 {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MemoryPartsV1 {
-    persona: PersonaParts,
+    persona: PersonaPrompt,
     config: MemoryConfig,
     log: Vec<ChatMessage>,
     window_start: LogIndex,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::memory::config::SummaryStyle;
+use crate::memory::persona::SummaryStyle;
 use crate::memory::recall::RecallReason;
 
 fn persona() -> PersonaPrompt {

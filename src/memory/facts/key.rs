@@ -5,7 +5,35 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::error::FactKeyError;
+
+/// Why text is not a valid [`FactKey`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FactKeyError {
+    /// The key was empty.
+    #[error("the key is empty")]
+    Empty,
+    /// The key was too long.
+    #[error("the key is {len} characters, over the limit of {max}")]
+    TooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The key held something other than `a-z`, `0-9`, `_` and `:`.
+    #[error("the key holds {0:?}; only a-z, 0-9, '_' and one ':' are allowed")]
+    BadCharacter(char),
+    /// More than one `:`, or an empty part around it.
+    #[error("a key is `name` or `category:subkey`, with both parts non-empty")]
+    BadColon,
+    /// A single-valued category was given a subkey.
+    #[error("`{}` takes no subkey", .0.name())]
+    SubkeyNotAllowed(FactCategory),
+    /// A multi-valued category was used without a subkey.
+    #[error("`{name}` needs a subkey, like `{name}:some_name`", name = .0.name())]
+    SubkeyRequired(FactCategory),
+}
+
 
 /// Longest key accepted, in bytes (keys are ASCII, so also in characters).
 pub const MAX_KEY_LEN: usize = 48;

@@ -25,9 +25,9 @@ mod update;
 mod tests;
 
 pub use config::{FactLimits, FactsConfig};
-pub use error::{FactKeyError, FactsError};
+pub use error::FactsError;
 pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
-pub use key::{FactCategory, FactKey, MAX_KEY_LEN};
+pub use key::{FactCategory, FactKey, FactKeyError, MAX_KEY_LEN};
 pub use prompt::{facts_instruction, indexed_transcript};
 pub use render::{FACTS_CLOSE, FACTS_OPEN, RenderedFacts, facts_header};
 pub use store::{MAX_EVIDENCE, PinnedFacts};

@@ -1,7 +1,7 @@
 //! What the summarizer is told when facts are on: the reply format, and a transcript
 //! whose lines carry the log indices that evidence cites.
 
-use crate::memory::config::PromptLanguage;
+use crate::memory::persona::PromptLanguage;
 use crate::memory::message::{ChatMessage, Role};
 use std::fmt::Write as _;
 

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::memory::config::PromptLanguage;
+use crate::memory::persona::PromptLanguage;
 use crate::memory::tokens::estimate_tokens;
 
 use crate::memory::quote::quote as quoted;

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::dictionary::{TermDictionary, term_hash};
 use super::postings::PostingLists;
-use super::query::QueryScratch;
+use super::scratch::QueryScratch;
 use super::terms::for_each_term;
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 

@@ -40,6 +40,7 @@ mod dictionary;
 mod index;
 mod postings;
 mod query;
+mod scratch;
 mod state;
 mod terms;
 

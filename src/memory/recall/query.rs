@@ -86,27 +86,6 @@ pub fn sort_chronologically(hits: &mut [RecallHit]) {
     hits.sort_by_key(|hit| hit.index);
 }
 
-/// Buffers reused by every query. They are as long as the log, so a query
-/// allocates nothing that grows with the log, and only the entries a query touched
-/// are cleared afterwards.
-#[derive(Clone, Debug, Default)]
-pub(super) struct QueryScratch {
-    scores: Vec<f32>,
-    /// Bit `i` set: query term `i` occurs in the message.
-    matched: Vec<u64>,
-    touched: Vec<u32>,
-    ranked: Vec<(f32, u32)>,
-}
-
-impl QueryScratch {
-    pub(super) fn memory_bytes(&self) -> usize {
-        self.scores.capacity() * size_of::<f32>()
-            + self.matched.capacity() * size_of::<u64>()
-            + self.touched.capacity() * size_of::<u32>()
-            + self.ranked.capacity() * size_of::<(f32, u32)>()
-    }
-}
-
 /// A query term found in the index.
 struct QueryTerm {
     id: TermId,

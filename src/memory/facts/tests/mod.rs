@@ -6,7 +6,7 @@ mod render;
 mod store;
 
 use super::*;
-use crate::memory::config::PromptLanguage;
+use crate::memory::persona::PromptLanguage;
 
 fn key(text: &str) -> FactKey {
     FactKey::new(text).unwrap()

@@ -1,0 +1,87 @@
+//! Reading saves: any supported format and version becomes the current one, and is
+//! checked before anything is built from it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::error::{LoadError, malformed};
+use super::format::{SAVE_FORMAT_VERSION, SaveGame};
+
+#[derive(Deserialize)]
+struct Header {
+    format_version: u32,
+}
+
+impl SaveGame {
+    /// Reads a save from bytes in any supported format and version, and checks it.
+    /// Never panics, whatever the bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| LoadError::NotText {
+            offset: e.valid_up_to(),
+        })?;
+        let text = text.trim_start_matches('\u{feff}');
+        let body = text.trim_start();
+        if body.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        let ron = body.starts_with('(');
+        let version = if ron {
+            ron::from_str::<Header>(text)
+                .map(|h| h.format_version)
+                .map_err(|e| e.to_string())
+        } else {
+            serde_json::from_str::<Header>(text)
+                .map(|h| h.format_version)
+                .map_err(|e| e.to_string())
+        }
+        .map_err(malformed)?;
+        let save = migrate(version, text, ron)?;
+        save.validate()?;
+        Ok(save)
+    }
+
+    /// Reads and checks the save at `path` (or its `.bak` if `path` is missing),
+    /// refusing files over `max_bytes` unread. Returns the path actually read.
+    /// Blocking: the plugin calls it on the IO task pool.
+    pub fn read_from(path: &Path, max_bytes: u64) -> Result<(PathBuf, Self), LoadError> {
+        let (read, bytes) = super::file::read_bounded(path, max_bytes)?;
+        Ok((read, Self::from_bytes(&bytes)?))
+    }
+
+}
+
+/// The one place where older formats become the current one. When the format
+/// changes, bump [`SAVE_FORMAT_VERSION`], keep the old structs in a module here,
+/// and convert them in a new arm.
+fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
+    match version {
+        // Format 2 is format 3 without queued lines, which default to none.
+        2 | SAVE_FORMAT_VERSION => {
+            let mut save: SaveGame = if ron {
+                ron::from_str(text).map_err(malformed)?
+            } else {
+                serde_json::from_str(text).map_err(malformed)?
+            };
+            save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(save)
+        }
+        1 => {
+            let old: super::v1::SaveGameV1 = if ron {
+                ron::from_str(text).map_err(malformed)?
+            } else {
+                serde_json::from_str(text).map_err(malformed)?
+            };
+            let mut save = old.migrate();
+            save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(save)
+        }
+        found if found > SAVE_FORMAT_VERSION => Err(LoadError::UnsupportedVersion {
+            found,
+            newest: SAVE_FORMAT_VERSION,
+        }),
+        found => Err(LoadError::Malformed(format!(
+            "unknown format version {found}"
+        ))),
+    }
+}
