@@ -117,6 +117,7 @@ mod llm;
 mod memory;
 mod plugin;
 mod save;
+mod trace;
 
 pub use debug_ui::*;
 pub use llm::*;

@@ -252,7 +252,7 @@ fn panicked(backend: &str, payload: &(dyn std::any::Any + Send)) -> BackendError
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_owned());
     tracing::error!(
-        target: crate::TELEMETRY_TARGET,
+        target: crate::trace::TELEMETRY_TARGET,
         backend, message = %shorten_to_chars(&message, MAX_PANIC_MESSAGE_CHARS),
         "a backend panicked; the request failed and the NPC keeps working"
     );

@@ -13,9 +13,7 @@ use serde::Serialize;
 use crate::llm::{Purpose, TokenUsage};
 use crate::memory::{Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger};
 
-/// The `tracing` target of every telemetry event. Filter on it, for example with
-/// `RUST_LOG=bevy_npc_memory::telemetry=debug`.
-pub const TELEMETRY_TARGET: &str = "bevy_npc_memory::telemetry";
+pub use crate::trace::TELEMETRY_TARGET;
 
 /// One telemetry record. In the JSON-lines file each is one object whose `event`
 /// field names the variant: `request`, `response`, `summary_updated`, `reply_cut`,

@@ -91,7 +91,7 @@ fn yield_to_the_game(_niceness: i32) {}
 /// Marks the model failed and answers every request with why, until every handle
 /// to the backend is gone, so nothing waits forever on a model that will never come.
 fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Work>, reason: String) {
-    tracing::error!(target: crate::TELEMETRY_TARGET, backend = %name, "{reason}");
+    tracing::error!(target: crate::trace::TELEMETRY_TARGET, backend = %name, "{reason}");
     shared.set_status(ModelStatus::Failed {
         reason: reason.clone(),
     });
@@ -124,7 +124,7 @@ pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, job
     };
     let load_time = started.elapsed();
     tracing::info!(
-        target: crate::TELEMETRY_TARGET,
+        target: crate::trace::TELEMETRY_TARGET,
         backend = %name, path = %config.model_path.display(), ?load_time,
         template = ?model.template_source(), context = engine.n_ctx, threads = config.threads,
         "local model loaded"
@@ -194,7 +194,7 @@ fn load(config: &LocalLlmConfig) -> Result<Loaded, String> {
         Ok(template) => Some(template),
         Err(_) => {
             tracing::warn!(
-                target: crate::TELEMETRY_TARGET,
+                target: crate::trace::TELEMETRY_TARGET,
                 "{} has no chat template; using ChatML, which may not be what the model was tuned on",
                 path.display()
             );
@@ -313,7 +313,7 @@ impl<'m> Engine<'m> {
         let done = self.generate(job, &Prompt::plain(&request.messages), &limits)?;
         if done.finish == "length" {
             tracing::warn!(
-                target: crate::TELEMETRY_TARGET,
+                target: crate::trace::TELEMETRY_TARGET,
                 backend = %self.name, npc = %request.npc, purpose = request.purpose().as_str(),
                 max_tokens = done.max_tokens,
                 "generation stopped at the token limit before the model finished"
@@ -470,7 +470,7 @@ impl<'m> Engine<'m> {
             if tokens.len() <= limit {
                 if dropped > 0 {
                     tracing::warn!(
-                        target: crate::TELEMETRY_TARGET,
+                        target: crate::trace::TELEMETRY_TARGET,
                         backend = %self.name, dropped, limit,
                         "the prompt did not fit the context; its oldest messages were left out"
                     );
@@ -502,7 +502,7 @@ impl<'m> Engine<'m> {
                 Err(error) if !self.warned_template => {
                     self.warned_template = true;
                     tracing::warn!(
-                        target: crate::TELEMETRY_TARGET,
+                        target: crate::trace::TELEMETRY_TARGET,
                         backend = %self.name,
                         "llama.cpp could not apply the model's chat template ({error}); using ChatML"
                     );

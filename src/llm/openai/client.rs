@@ -162,7 +162,7 @@ impl Inner {
                 Err(failure) if failure.retryable && !shown && retry < config.retry.max_retries => {
                     let wait = config.retry.delay(retry, failure.retry_after, jitter());
                     tracing::debug!(
-                        target: crate::TELEMETRY_TARGET,
+                        target: crate::trace::TELEMETRY_TARGET,
                         provider = %config.provider, retry = retry + 1, ?wait,
                         error = %failure.error, "retrying"
                     );
@@ -273,7 +273,7 @@ impl Inner {
                 Err(error) => {
                     let mut failure = self.truncated(content.chars().count());
                     failure.retryable = !*shown;
-                    tracing::debug!(target: crate::TELEMETRY_TARGET, provider = %self.config.provider, error = %self.scrub(error_chain(&error)), "stream broke");
+                    tracing::debug!(target: crate::trace::TELEMETRY_TARGET, provider = %self.config.provider, error = %self.scrub(error_chain(&error)), "stream broke");
                     return Err(failure);
                 }
             };
