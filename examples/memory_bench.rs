@@ -163,10 +163,10 @@ impl Strategy for Summary {
         let mut layers = memory.layers();
         layers.record(Role::User, question, replay.last_timestamp);
         let window = &memory.window;
-        let mut context = vec![(
-            None,
-            PromptMessage::new(Role::System, window.system_prompt()),
-        )];
+        let system = bevy_npc_memory::preview_prompt(&memory.log, window, &memory.context)
+            .messages
+            .swap_remove(0);
+        let mut context = vec![(None, system)];
         context.extend(window.messages(&memory.log).iter().map(|m| {
             (
                 if m.index == next { None } else { Some(m.index) },

@@ -170,18 +170,24 @@ impl NpcMemoryReport {
             timestamp: m.timestamp,
             unsummarized: m.index >= covered,
         };
+        // The system prompt as the next reply would send it; the window as it stands.
+        let system = crate::memory::preview_prompt(log, window, context)
+            .messages
+            .swap_remove(0);
+        let mut sent = vec![system.clone()];
+        sent.extend(window.messages(log).iter().map(|m| m.to_prompt()));
         let mut window_rows = vec![MessageRow {
             index: None,
             role: Role::System,
-            text: window.system_prompt().to_owned(),
-            tokens: estimate_tokens(window.system_prompt()),
+            tokens: estimate_tokens(&system.content),
+            text: system.content.to_string(),
             timestamp: 0.0,
             unsummarized: false,
         }];
         window_rows.extend(window.messages(log).iter().map(row));
         Some(Self {
             npc: npc.clone(),
-            window_tokens: crate::memory::estimate_prompt_tokens(&window.prompt(log)),
+            window_tokens: crate::memory::estimate_prompt_tokens(&sent),
             window: window_rows,
             window_limits: (window.max_context_window(), window.hard_cap()),
             log: log.messages().iter().map(row).collect(),

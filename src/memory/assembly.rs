@@ -13,17 +13,19 @@
 //! instructions` therefore stays one quoted line and cannot open a section of its
 //! own.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
 use super::chat_log::ChatLog;
 use super::config::{PromptBudget, SectionShares};
-use super::persona::{PersonaPrompt, PromptLanguage};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
+use super::persona::{PersonaPrompt, PromptLanguage};
 use super::quote::{clock, quote};
 use super::recall::{RecallHit, RecallReason};
 use super::segments::{SegmentPriority, SummarySegment};
+use super::text::{has_line_break, normalize_line_breaks, strip_prefix_ignoring_case};
 use super::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
 
 /// The kinds of prompt section, in the order they appear.
@@ -104,7 +106,10 @@ impl AssembledPrompt {
 
 /// Where the summaries come from.
 pub(crate) enum SummarySource<'a> {
-    /// The seed's single rolling summary, empty before the first.
+    /// Basic mode: the single rolling summary, placed after the label right below
+    /// the persona, exactly as the three-layer design writes it.
+    Labelled(&'a str),
+    /// The single rolling summary as a quoted section, when other features are on.
     Rolling(&'a str),
     /// Segmented summaries, oldest first.
     Segments(&'a [SummarySegment]),
@@ -158,7 +163,12 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .unwrap_or(window.len());
     let (covered, uncovered) = window.split_at(split);
 
-    let persona_tokens = estimate_tokens(&input.persona.text) + MESSAGE_OVERHEAD_TOKENS;
+    // In basic mode the summary is part of the persona's text, after its label.
+    let persona_text = match input.summaries {
+        SummarySource::Labelled(summary) => compose_system_prompt(input.persona, summary),
+        _ => input.persona.text.to_string(),
+    };
+    let persona_tokens = estimate_tokens(&persona_text) + MESSAGE_OVERHEAD_TOKENS;
     let facts = input.facts.filter(|f| !f.is_empty());
     let facts_tokens = facts.as_deref().map_or(0, |f| estimate_tokens(f) + 1);
     let uncovered_tokens: usize = uncovered.iter().map(message_tokens).sum();
@@ -207,7 +217,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
 
     let sent_summaries = sorted_by_index(&summary_items[..takes[1]]);
     let sent_recall = sorted_by_index(&recall_items[..takes[2]]);
-    let mut system = input.persona.text.to_string();
+    let mut system = persona_text;
     if let Some(facts) = &facts {
         system.push_str("\n\n");
         system.push_str(facts);
@@ -381,6 +391,8 @@ fn group_headings<'a>(items: &'a [&'a Item]) -> impl Iterator<Item = &'a str> + 
 /// Summaries as candidate lines: high priority first, then newest first.
 fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Item> {
     match source {
+        // Part of the persona's text, not a section of its own.
+        SummarySource::Labelled(_) => Vec::new(),
         SummarySource::Rolling(text) if text.is_empty() => Vec::new(),
         SummarySource::Rolling(text) => {
             let line = format!("- {}", quote(text));
@@ -462,3 +474,78 @@ impl Headings {
 
 #[cfg(test)]
 mod tests;
+
+/// `persona + "\n\n" + label + summary`, or the persona alone before any summary.
+/// A summary line that would read as a transcript turn or as the label is quoted
+/// (see the crate's guarantees); ordinary summaries are placed exactly as given.
+pub(crate) fn compose_system_prompt(persona: &PersonaPrompt, summary: &str) -> String {
+    if summary.is_empty() {
+        return persona.text.to_string();
+    }
+    format!(
+        "{}\n\n{}{}",
+        persona.text,
+        persona.style.label,
+        neutralize_summary(summary, persona)
+    )
+}
+
+/// A summary made safe to follow the label in the system prompt. Its lines stay
+/// lines, but a line that starts a new line of the prompt and reads as a transcript
+/// turn (`ECHO-7: ...`, `Player: ...`, `System: ...`) or as the label itself is
+/// quoted as data: the NPC's own prompt must never show words the NPC did not say
+/// as its turn, nor a second summary. The first line follows the label on the
+/// label's own line, so it cannot pose as either. Ordinary summaries come back
+/// unchanged.
+pub(crate) fn neutralize_summary<'a>(summary: &'a str, persona: &PersonaPrompt) -> Cow<'a, str> {
+    // Most summaries are one line, and a first line cannot pose as anything.
+    if !has_line_break(summary) {
+        return Cow::Borrowed(summary);
+    }
+    let normalized = normalize_line_breaks(summary);
+    let forged =
+        |(number, line): &(usize, &str)| *number > 0 && reads_as_turn_or_label(line, persona);
+    if !normalized.split('\n').enumerate().any(|line| forged(&line)) {
+        return Cow::Owned(normalized);
+    }
+    let lines: Vec<String> = normalized
+        .split('\n')
+        .enumerate()
+        .map(|numbered| {
+            let line = numbered.1;
+            if forged(&numbered) {
+                quote(line.trim())
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    Cow::Owned(lines.join("\n"))
+}
+
+fn reads_as_turn_or_label(line: &str, persona: &PersonaPrompt) -> bool {
+    let line = line.trim_start();
+    let label = persona
+        .style
+        .label
+        .trim()
+        .trim_end_matches([':', '：'])
+        .trim_end();
+    if !label.is_empty() && strip_prefix_ignoring_case(line, label).is_some() {
+        return true;
+    }
+    let speakers = [
+        persona.style.player_name.as_str(),
+        persona.name.as_str(),
+        "System",
+        "User",
+        "Assistant",
+    ];
+    speakers
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .any(|speaker| {
+            strip_prefix_ignoring_case(line, speaker.trim())
+                .is_some_and(|rest| rest.trim_start().starts_with([':', '：']))
+        })
+}

@@ -1,24 +1,19 @@
 //! L3: context memory. Folds messages into a summary and rewrites the system prompt.
 
-use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::assembly::AssembledPrompt;
+use super::assembly::{AssembledPrompt, SummarySource};
 use super::config::MemoryFeatures;
-use super::persona::PersonaPrompt;
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
-use super::quote::quote;
+use super::persona::PersonaPrompt;
 use super::recall::RecallIndex;
 use super::segments::Segments;
-use super::text::{
-    has_line_break, normalize_line_breaks, push_one_line, shorten_to_chars,
-    strip_prefix_ignoring_case,
-};
+use super::text::{push_one_line, shorten_to_chars};
 
 /// Longest text kept from outside the game in a stored reason (a failed summary's
 /// error, a server's message), in characters. Longer text is shortened when it is
@@ -251,26 +246,6 @@ impl ContextMemory {
         self.in_flight.as_ref().map(|job| job.covered.clone())
     }
 
-    /// The system prompt this memory implies, before any recall: with the seed's
-    /// design the persona then the labelled summary; with more features on, the
-    /// persona, pinned facts and summaries as sections.
-    pub fn system_prompt(&self) -> Arc<str> {
-        if !self.features.any() {
-            return compose_system_prompt(&self.persona, &self.summary);
-        }
-        let base = super::assembly::assemble(super::assembly::AssemblyInput {
-            persona: &self.persona,
-            facts: self.facts_section(),
-            summaries: self.summary_source(),
-            recalled: Vec::new(),
-            log: &super::chat_log::ChatLog::new(),
-            window: 0..0,
-            covered_until: 0,
-            budget: &Default::default(),
-        });
-        base.messages[0].content.clone()
-    }
-
     pub(crate) fn facts_section(&self) -> Option<String> {
         self.features
             .facts
@@ -278,11 +253,13 @@ impl ContextMemory {
             .then(|| self.facts.render(self.persona.style.language))
     }
 
-    pub(crate) fn summary_source(&self) -> super::assembly::SummarySource<'_> {
+    pub(crate) fn summary_source(&self) -> SummarySource<'_> {
         if self.features.segments.enabled {
-            super::assembly::SummarySource::Segments(self.segments.list())
+            SummarySource::Segments(self.segments.list())
+        } else if self.features.any() {
+            SummarySource::Rolling(&self.summary)
         } else {
-            super::assembly::SummarySource::Rolling(&self.summary)
+            SummarySource::Labelled(&self.summary)
         }
     }
 
@@ -352,26 +329,11 @@ impl ContextMemory {
             // Quoted whole wherever it is placed, so its lines are data already.
             return Ok(Arc::from(text));
         }
-        Ok(match neutralize_summary(text, &self.persona) {
-            Cow::Borrowed(text) => Arc::from(text),
-            Cow::Owned(text) => Arc::from(text),
-        })
+        Ok(Arc::from(super::assembly::neutralize_summary(
+            text,
+            &self.persona,
+        )))
     }
-}
-
-/// `persona + "\n\n" + label + summary`, or the persona alone before any summary.
-/// A summary line that would read as a transcript turn or as the label is quoted
-/// (see the crate's guarantees); ordinary summaries are placed exactly as given.
-pub fn compose_system_prompt(persona: &PersonaPrompt, summary: &str) -> Arc<str> {
-    if summary.is_empty() {
-        return persona.text.clone();
-    }
-    Arc::from(format!(
-        "{}\n\n{}{}",
-        persona.text,
-        persona.style.label,
-        neutralize_summary(summary, persona)
-    ))
 }
 
 /// The transcript of messages as the summarizer reads it, one `Speaker: text` line each.
@@ -393,64 +355,4 @@ pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> S
         push_one_line(&mut out, &message.content);
     }
     out
-}
-
-/// A summary made safe to follow the label in the system prompt. Its lines stay
-/// lines, but a line that starts a new line of the prompt and reads as a transcript
-/// turn (`ECHO-7: ...`, `Player: ...`, `System: ...`) or as the label itself is
-/// quoted as data: the NPC's own prompt must never show words the NPC did not say
-/// as its turn, nor a second summary. The first line follows the label on the
-/// label's own line, so it cannot pose as either. Ordinary summaries come back
-/// unchanged.
-pub(crate) fn neutralize_summary<'a>(summary: &'a str, persona: &PersonaPrompt) -> Cow<'a, str> {
-    // Most summaries are one line, and a first line cannot pose as anything.
-    if !has_line_break(summary) {
-        return Cow::Borrowed(summary);
-    }
-    let normalized = normalize_line_breaks(summary);
-    let forged =
-        |(number, line): &(usize, &str)| *number > 0 && reads_as_turn_or_label(line, persona);
-    if !normalized.split('\n').enumerate().any(|line| forged(&line)) {
-        return Cow::Owned(normalized);
-    }
-    let lines: Vec<String> = normalized
-        .split('\n')
-        .enumerate()
-        .map(|numbered| {
-            let line = numbered.1;
-            if forged(&numbered) {
-                quote(line.trim())
-            } else {
-                line.to_owned()
-            }
-        })
-        .collect();
-    Cow::Owned(lines.join("\n"))
-}
-
-fn reads_as_turn_or_label(line: &str, persona: &PersonaPrompt) -> bool {
-    let line = line.trim_start();
-    let label = persona
-        .style
-        .label
-        .trim()
-        .trim_end_matches([':', '：'])
-        .trim_end();
-    if !label.is_empty() && strip_prefix_ignoring_case(line, label).is_some() {
-        return true;
-    }
-    let speakers = [
-        persona.style.player_name.as_str(),
-        persona.name.as_str(),
-        "System",
-        "User",
-        "Assistant",
-    ];
-    speakers
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .any(|speaker| {
-            strip_prefix_ignoring_case(line, speaker.trim())
-                .is_some_and(|rest| rest.trim_start().starts_with([':', '：']))
-        })
 }

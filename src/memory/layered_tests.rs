@@ -108,12 +108,23 @@ fn with_every_feature_off_the_prompt_is_the_seeds() {
         ..MemoryConfig::with_window(4)
     };
     let mut memory = play(&config, 5);
-    let expected = memory.window.prompt(&memory.log);
+    // The design's prompt, written out by hand: persona, label and summary, then
+    // the window's messages as they are.
+    let mut expected = vec![PromptMessage::new(
+        Role::System,
+        format!(
+            "You are ECHO-7.\n\n[Previously]: {}",
+            memory.context.summary()
+        ),
+    )];
+    expected.extend(
+        memory
+            .window
+            .messages(&memory.log)
+            .iter()
+            .map(|m| m.to_prompt()),
+    );
+    assert!(memory.context.summary().starts_with("Player: "));
     let mut layers = memory.layers();
     assert_eq!(layers.reply_prompt(), expected);
-    let system = &expected[0].content;
-    assert!(
-        system.starts_with("You are ECHO-7.\n\n[Previously]: Player: "),
-        "{system}"
-    );
 }

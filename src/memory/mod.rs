@@ -39,8 +39,8 @@ pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport}
 pub use chat_log::ChatLog;
 pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
 pub use context::{
-    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind, SummaryRecord,
-    SummaryTrigger, compose_system_prompt,
+    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SUMMARY_ATTEMPTS, SummaryJobId,
+    SummaryKind, SummaryRecord, SummaryTrigger,
 };
 pub use facts::{
     FACTS_CLOSE, FACTS_OPEN, Fact, FactAction, FactCategory, FactChange, FactChangeKind, FactKey,
@@ -53,8 +53,8 @@ pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use pipeline::{
-    LayersMut, NpcMemory, Recorded, SummaryInput, SummaryJob, SummaryOutcome,
-    SummaryUpdate,
+    LayersMut, NpcMemory, Recorded, SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate,
+    preview_prompt,
 };
 pub use quote::quote;
 pub use recall::{

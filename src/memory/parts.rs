@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, SummaryRecord};
-use super::persona::PersonaPrompt;
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
+use super::persona::PersonaPrompt;
 use super::pipeline::NpcMemory;
 use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
@@ -108,7 +108,6 @@ impl MemoryParts {
             context.recall = RecallIndex::from_log(memory.log.messages());
         }
         context.recall.restore_state(&self.recall);
-        memory.window.set_system_prompt(context.system_prompt());
         memory.window.reset(self.window_start);
         Ok(memory)
     }

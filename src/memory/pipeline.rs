@@ -11,8 +11,8 @@ use super::assembly::{AssembledPrompt, AssemblyInput, assemble};
 use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{
-    ContextMemory, Degradation, InFlight, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind, SummaryRecord,
-    SummaryTrigger, transcript,
+    ContextMemory, Degradation, InFlight, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind,
+    SummaryRecord, SummaryTrigger, transcript,
 };
 use super::facts::{
     FactChange, FactKey, FactUpdate, FactsError, facts_instruction, indexed_transcript,
@@ -47,8 +47,7 @@ impl NpcMemory {
         let mut context = ContextMemory::new(persona, config.threshold(), config.max_summary_chars);
         context.features = config.features.clone();
         context.facts.set_limits(config.features.facts.limits());
-        let window =
-            RollingWindow::new(context.system_prompt(), config.window(), config.hard_cap());
+        let window = RollingWindow::new(config.window(), config.hard_cap());
         Self {
             log: ChatLog::new(),
             window,
@@ -173,9 +172,6 @@ impl LayersMut<'_> {
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
-        if !self.context.features.any() {
-            return self.window.prompt(self.log);
-        }
         self.assemble().messages.clone()
     }
 
@@ -183,18 +179,8 @@ impl LayersMut<'_> {
     /// messages for the newest player line, and remembers how it was built.
     pub fn assemble(&mut self) -> Arc<AssembledPrompt> {
         let window = self.window.start()..self.log.next_index();
-        let recalled = self.recall_for_reply(window.clone());
-        let context = &*self.context;
-        let prompt = Arc::new(assemble(AssemblyInput {
-            persona: &context.persona,
-            facts: context.facts_section(),
-            summaries: context.summary_source(),
-            recalled,
-            log: self.log,
-            window,
-            covered_until: context.covered_until,
-            budget: &context.features.budget,
-        }));
+        let recalled = self.recall_for_reply(window);
+        let prompt = Arc::new(build_prompt(self.log, self.window, self.context, recalled));
         self.context.last_prompt = Some(prompt.clone());
         prompt
     }
@@ -252,7 +238,6 @@ impl LayersMut<'_> {
         }
         let now = self.now();
         let change = self.context.facts.set_by_game(key, value, now, evidence)?;
-        self.refresh_system_prompt();
         Ok(change)
     }
 
@@ -260,15 +245,10 @@ impl LayersMut<'_> {
     pub fn remove_fact(&mut self, key: &FactKey) {
         let now = self.now();
         self.context.facts.remove_by_game(key, now);
-        self.refresh_system_prompt();
     }
 
     fn now(&self) -> f64 {
         self.log.messages().last().map_or(0.0, |m| m.timestamp)
-    }
-
-    fn refresh_system_prompt(&mut self) {
-        self.window.set_system_prompt(self.context.system_prompt());
     }
 
     /// Keeps the recall index level with the log (also after recall is switched on).
@@ -360,7 +340,6 @@ impl LayersMut<'_> {
     /// Replaces the persona, keeping the summary, and rewrites the system prompt.
     pub fn set_persona(&mut self, persona: PersonaPrompt) {
         self.context.persona = persona;
-        self.window.set_system_prompt(self.context.system_prompt());
     }
 
     /// Applies a new window size and threshold. The window trims at once if it
@@ -374,7 +353,6 @@ impl LayersMut<'_> {
             .facts
             .set_limits(config.features.facts.limits());
         self.sync_recall();
-        self.refresh_system_prompt();
         self.trim()
     }
 
@@ -390,7 +368,6 @@ impl LayersMut<'_> {
         );
         self.context.features = features;
         self.window.reset(0);
-        self.window.set_system_prompt(self.context.system_prompt());
     }
 
     fn trim(&mut self) -> Option<Degradation> {
@@ -448,7 +425,6 @@ impl LayersMut<'_> {
             latency: job.latency,
             attempts: job.attempt,
         });
-        self.refresh_system_prompt();
         // More messages are covered now, so the window may shrink back; it cannot
         // overflow, because covering messages only frees room.
         let _ = self.trim();
@@ -619,4 +595,35 @@ fn numbered_transcript(
     } else {
         transcript(persona, messages)
     }
+}
+
+/// The prompt the next reply would send, from the same builder as every reply, but
+/// without recalled lines: recall needs the player's next line, and a query would
+/// count as a recall. In basic mode it is exactly the next reply's prompt minus that
+/// line. For debug views and tools; it changes nothing.
+pub fn preview_prompt(
+    log: &ChatLog,
+    window: &RollingWindow,
+    context: &ContextMemory,
+) -> AssembledPrompt {
+    build_prompt(log, window, context, Vec::new())
+}
+
+/// The one place a reply prompt is built from the layers.
+fn build_prompt(
+    log: &ChatLog,
+    window: &RollingWindow,
+    context: &ContextMemory,
+    recalled: Vec<super::recall::RecallHit>,
+) -> AssembledPrompt {
+    assemble(AssemblyInput {
+        persona: &context.persona,
+        facts: context.facts_section(),
+        summaries: context.summary_source(),
+        recalled,
+        log,
+        window: window.start()..log.next_index(),
+        covered_until: context.covered_until,
+        budget: &context.features.budget,
+    })
 }

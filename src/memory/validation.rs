@@ -7,10 +7,10 @@
 use std::ops::Range;
 
 use super::config::MemoryConfig;
+use super::context::SUMMARY_ATTEMPTS;
 use super::context::{Degradation, SummaryRecord};
 use super::message::LogIndex;
 use super::parts::{InvalidField, MemoryParts};
-use super::context::SUMMARY_ATTEMPTS;
 
 /// The largest window, threshold or hard cap a memory may have, in messages.
 pub const MAX_WINDOW_MESSAGES: usize = 100_000;

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use super::validation::*;
 use super::{Degradation, LogIndex, MAX_STORED_REASON_CHARS, MemoryConfig, MemoryParts};
 use crate::memory::{
     FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryOutcome, SummaryStyle,

@@ -3,8 +3,9 @@
 //! # Trimming rule
 //!
 //! The window is the system prompt followed by a suffix of the chat log, and its
-//! size counts the system prompt, as in the seed (1 system + 4 messages = 5 > 4, so
-//! trim). When it is too big, the oldest messages leave first, with two refinements:
+//! size counts the system prompt, as in the three-layer design (1 system + 4
+//! messages = 5 > 4, so trim). The system prompt itself is not stored here: the
+//! prompt builder writes it from the persona and L3 for every request. When it is too big, the oldest messages leave first, with two refinements:
 //!
 //! 1. **Nothing leaves before a summary covers it.** A message the summaries do not
 //!    cover yet stays, even past the window size, so a late or failing summary never
@@ -15,15 +16,13 @@
 //!    line. A reply the summaries do not cover yet is never removed for this rule.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use super::chat_log::ChatLog;
-use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
+use super::message::{ChatMessage, LogIndex, Role};
 
 /// The recent messages an NPC sends with each reply request (L1).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RollingWindow {
-    system_prompt: Arc<str>,
     start: LogIndex,
     max_context_window: usize,
     hard_cap: usize,
@@ -32,23 +31,13 @@ pub struct RollingWindow {
 impl RollingWindow {
     /// A window of `max_context_window` messages (system prompt included) that may
     /// grow to `hard_cap` while summaries lag behind.
-    pub fn new(
-        system_prompt: impl Into<Arc<str>>,
-        max_context_window: usize,
-        hard_cap: usize,
-    ) -> Self {
+    pub fn new(max_context_window: usize, hard_cap: usize) -> Self {
         let max_context_window = max_context_window.max(2);
         Self {
-            system_prompt: system_prompt.into(),
             start: 0,
             max_context_window,
             hard_cap: hard_cap.max(max_context_window),
         }
-    }
-
-    /// The system prompt, always first and never trimmed.
-    pub fn system_prompt(&self) -> &str {
-        &self.system_prompt
     }
 
     /// Index of the oldest log message still in the window.
@@ -74,22 +63,6 @@ impl RollingWindow {
     /// Messages in the window, the system prompt included.
     pub fn len(&self, log: &ChatLog) -> usize {
         1 + self.messages(log).len()
-    }
-
-    /// The window as a model sees it: the system prompt, then the recent messages.
-    pub fn prompt(&self, log: &ChatLog) -> Vec<PromptMessage> {
-        let messages = self.messages(log);
-        let mut prompt = Vec::with_capacity(1 + messages.len());
-        prompt.push(PromptMessage {
-            role: Role::System,
-            content: self.system_prompt.clone(),
-        });
-        prompt.extend(messages.iter().map(ChatMessage::to_prompt));
-        prompt
-    }
-
-    pub(crate) fn set_system_prompt(&mut self, prompt: Arc<str>) {
-        self.system_prompt = prompt;
     }
 
     pub(crate) fn resize(&mut self, max_context_window: usize, hard_cap: usize) {
@@ -154,18 +127,18 @@ mod tests {
 
     #[test]
     fn seed_walkthrough_trims_the_introduction_and_its_reply() {
-        let mut window = RollingWindow::new("persona", 4, 8);
+        let mut window = RollingWindow::new(4, 8);
         let log = log_of(&[U, A, U, A]);
         // Messages 0 and 1 are covered by the first summary.
         assert_eq!(window.trim(&log, 2), None);
         assert_eq!(window.start(), 2);
         assert_eq!(window.len(&log), 3);
-        assert_eq!(window.prompt(&log)[1].content.as_ref(), "m2");
+        assert_eq!(window.messages(&log)[0].content.as_ref(), "m2");
     }
 
     #[test]
     fn uncovered_messages_stay_past_the_window() {
-        let mut window = RollingWindow::new("persona", 4, 8);
+        let mut window = RollingWindow::new(4, 8);
         let log = log_of(&[U, A, U, A, U, A]);
         assert_eq!(window.trim(&log, 0), None);
         assert_eq!(window.start(), 0);
@@ -174,7 +147,7 @@ mod tests {
 
     #[test]
     fn the_hard_cap_drops_uncovered_messages_and_reports_them() {
-        let mut window = RollingWindow::new("persona", 4, 5);
+        let mut window = RollingWindow::new(4, 5);
         let log = log_of(&[U, A, U, A, U, A]);
         assert_eq!(window.trim(&log, 1), Some(1..2));
         assert_eq!(window.start(), 2);
@@ -183,7 +156,7 @@ mod tests {
 
     #[test]
     fn an_uncovered_reply_is_never_skipped_to_start_with_the_player() {
-        let mut window = RollingWindow::new("persona", 3, 8);
+        let mut window = RollingWindow::new(3, 8);
         let log = log_of(&[U, A, U, A]);
         // Only message 0 is covered: the window may drop it but must keep reply 1.
         assert_eq!(window.trim(&log, 1), None);
@@ -192,7 +165,7 @@ mod tests {
 
     #[test]
     fn the_window_never_moves_back() {
-        let mut window = RollingWindow::new("persona", 3, 8);
+        let mut window = RollingWindow::new(3, 8);
         let log = log_of(&[U, A, U, A]);
         window.trim(&log, 4);
         let start = window.start();

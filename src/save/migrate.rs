@@ -48,7 +48,6 @@ impl SaveGame {
         let (read, bytes) = super::file::read_bounded(path, max_bytes)?;
         Ok((read, Self::from_bytes(&bytes)?))
     }
-
 }
 
 /// The one place where older formats become the current one. When the format

@@ -10,9 +10,9 @@ mod slot;
 mod unity;
 mod v1;
 
+pub use error::{LoadError, SaveError};
 pub use file::backup_path;
 pub(crate) use file::{read_bounded, with_path_lock};
-pub use error::{LoadError, SaveError};
 pub use format::{
     MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
 };

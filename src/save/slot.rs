@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::file::{backup_path, move_aside, read_exactly, with_path_lock, write_atomic};
 use super::error::{LoadError, SaveError};
+use super::file::{backup_path, move_aside, read_exactly, with_path_lock, write_atomic};
 use super::format::SaveGame;
 
 /// A save file that could not be used, and what became of it.

@@ -89,10 +89,11 @@ fn editing_a_persona_rewrites_the_prompt_but_keeps_the_summary() {
         .unwrap()
         .system_prompt = "New persona.".into();
     h.run_until("the edit arrives", |w| {
-        w.resource::<RollingWindows>()
+        w.resource::<ContextMemoryManager>()
             .get(&NpcId::new("bot"))
             .unwrap()
-            .system_prompt()
+            .persona()
+            .text
             .starts_with("New persona.")
     });
     assert_eq!(

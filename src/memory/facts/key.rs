@@ -5,7 +5,6 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-
 /// Why text is not a valid [`FactKey`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FactKeyError {
@@ -33,7 +32,6 @@ pub enum FactKeyError {
     #[error("`{name}` needs a subkey, like `{name}:some_name`", name = .0.name())]
     SubkeyRequired(FactCategory),
 }
-
 
 /// Longest key accepted, in bytes (keys are ASCII, so also in characters).
 pub const MAX_KEY_LEN: usize = 48;

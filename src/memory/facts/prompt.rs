@@ -1,8 +1,8 @@
 //! What the summarizer is told when facts are on: the reply format, and a transcript
 //! whose lines carry the log indices that evidence cites.
 
-use crate::memory::persona::PromptLanguage;
 use crate::memory::message::{ChatMessage, Role};
+use crate::memory::persona::PromptLanguage;
 use std::fmt::Write as _;
 
 use crate::memory::text::push_one_line;

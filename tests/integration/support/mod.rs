@@ -129,16 +129,21 @@ impl Harness {
             .collect()
     }
 
-    /// L1 of an NPC as a model sees it: system prompt, then the window.
+    /// L1 of an NPC as a model sees it: the system prompt, then the window (no
+    /// recalled lines).
     pub fn window(&self, npc: &str) -> Vec<PromptMessage> {
         let npc = NpcId::new(npc);
         let world = self.app.world();
         let log = world.resource::<ChatLogs>().get(&npc).expect("log");
-        world
+        let window = world
             .resource::<RollingWindows>()
             .get(&npc)
-            .expect("window")
-            .prompt(log)
+            .expect("window");
+        let context = world
+            .resource::<ContextMemoryManager>()
+            .get(&npc)
+            .expect("context");
+        bevy_npc_memory::preview_prompt(log, window, context).messages
     }
 
     /// Every streamed delta so far, joined: what a typewriter UI showed.
