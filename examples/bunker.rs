@@ -439,7 +439,7 @@ fn chat_panel(
     scene: Res<Scene>,
     logs: Res<ChatLogs>,
     contexts: Res<ContextMemoryManager>,
-    conversations: Res<Conversations>,
+    conversations: Res<NpcRequests>,
     mut talk: MessageWriter<TalkToNpc>,
 ) -> Result {
     let ctx = egui.ctx_mut()?;
@@ -527,7 +527,7 @@ fn autoplay(
     mut commands: Commands,
     mut script: ResMut<Autoplay>,
     mut chat: ResMut<Chat>,
-    conversations: Res<Conversations>,
+    conversations: Res<NpcRequests>,
     contexts: Res<ContextMemoryManager>,
     mut talk: MessageWriter<TalkToNpc>,
     mut exit: MessageWriter<AppExit>,

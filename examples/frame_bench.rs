@@ -414,7 +414,7 @@ fn run_talking(plugin_app: &mut App, baseline: &mut App, npcs: usize) -> Talking
             }
         }
         plugin_frames.push(timed_update(plugin_app));
-        let conversations = plugin_app.world().resource::<Conversations>();
+        let conversations = plugin_app.world().resource::<NpcRequests>();
         peak_in_flight = peak_in_flight.max(conversations.requests_in_flight());
         peak_waiting = peak_waiting.max(conversations.lines_waiting());
         std::thread::sleep(FRAME_SLEEP);

@@ -199,7 +199,7 @@ fn game_work() {
 
 fn keep_talking(
     mut talk: MessageWriter<TalkToNpc>,
-    conversations: Res<Conversations>,
+    conversations: Res<NpcRequests>,
     mut deltas: MessageReader<NpcReplyDelta>,
     mut streamed: ResMut<Streamed>,
     talking: Res<Talking>,
@@ -261,7 +261,7 @@ fn frame_times(
         app.world_mut().resource_mut::<Talking>().0 = talking;
         if !talking {
             // Let the reply in flight finish so idle frames really are idle.
-            while !app.world().resource::<Conversations>().is_idle() {
+            while !app.world().resource::<NpcRequests>().is_idle() {
                 app.update();
                 std::thread::sleep(Duration::from_millis(5));
             }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use bevy_npc_memory::{
     LogIndex, MemoryConfig, MemoryFeatures, NpcMemory, OfflineBackend, PersonaPrompt,
-    PromptMessage, Role, SummaryOutcome, SummaryStyle, estimate_prompt_tokens,
+    PromptMessage, Role, SummaryStyle, estimate_prompt_tokens,
 };
 use serde_json::{Value, json};
 
@@ -333,16 +333,7 @@ fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, 
             let started = Instant::now();
             let mut layers = memory.layers();
             let index = layers.record(role, text, timestamp).index;
-            while let Some(job) = layers.start_summary() {
-                summary_requests += 1;
-                let digest = backend.summarize(&job.input);
-                if !matches!(
-                    layers.finish_summary(job.id, Ok(&digest), Duration::ZERO),
-                    SummaryOutcome::Updated(_)
-                ) {
-                    break;
-                }
-            }
+            summary_requests += layers.summarize_due(|job| Ok(backend.summarize(&job.input)));
             bookkeeping += started.elapsed();
             messages += 1;
             if let Some(id) = turn.get("dia_id").and_then(Value::as_str) {

@@ -236,7 +236,7 @@ fn spawn_npc(mut commands: Commands, echo7: Res<Echo7>, mut personas: ResMut<Ass
 /// Exits at the end of input once nothing is in flight, so the trace is complete.
 fn feed_lines(
     mut terminal: ResMut<Terminal>,
-    conversations: Res<Conversations>,
+    conversations: Res<NpcRequests>,
     mut talk: MessageWriter<TalkToNpc>,
     mut exit: MessageWriter<AppExit>,
 ) {

@@ -137,9 +137,9 @@ pub mod prelude {
         FactKey, FactStatus, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
     };
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, LlmUsage, Npc,
-        NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied,
-        NpcReplyDelta, NpcReplyFailed, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
+        ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, Npc, NpcMemoryDegraded,
+        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
+        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
         RemovePinnedFact, ReplyError, RollingWindows, SetPinnedFact, SummarizeNow, TalkToNpc,
     };
     pub use crate::plugin::{

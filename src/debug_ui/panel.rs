@@ -9,7 +9,7 @@ use bevy_egui::{EguiContexts, EguiPlugin, EguiPrimaryContextPass, egui};
 use super::report::{MessageRow, NpcMemoryReport};
 use crate::memory::{MemoryConfig, NpcId, Role};
 use crate::plugin::{
-    ChatLogs, ClearNpcMemory, ContextMemoryManager, Conversations, LlmUsage, LoadMemory,
+    ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, LoadMemory, NpcRequests,
     ReconfigureNpcMemory, RollingWindows, SaveMemory, SaveSettings, SummarizeNow, UsageStats,
 };
 
@@ -106,7 +106,7 @@ struct Sources<'w> {
     logs: Res<'w, ChatLogs>,
     windows: Res<'w, RollingWindows>,
     contexts: Res<'w, ContextMemoryManager>,
-    conversations: Res<'w, Conversations>,
+    conversations: Res<'w, NpcRequests>,
     usage: Res<'w, LlmUsage>,
     saves: Res<'w, SaveSettings>,
 }

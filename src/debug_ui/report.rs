@@ -10,7 +10,7 @@ use crate::memory::{
     SectionKind, SegmentPriority, SummaryTrigger, estimate_tokens,
 };
 use crate::plugin::{
-    ChatLogs, ContextMemoryManager, Conversations, LlmUsage, RollingWindows, UsageStats,
+    ChatLogs, ContextMemoryManager, LlmUsage, NpcRequests, RollingWindows, UsageStats,
 };
 
 /// One message as the panel lists it.
@@ -155,7 +155,7 @@ impl NpcMemoryReport {
         logs: &ChatLogs,
         windows: &RollingWindows,
         contexts: &ContextMemoryManager,
-        conversations: &Conversations,
+        conversations: &NpcRequests,
         usage: &LlmUsage,
     ) -> Option<Self> {
         let log = logs.get(npc)?;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::memory::ReplyInput;
 use crate::memory::{NpcId, PromptMessage, SummaryInput};
 
 /// The future a backend returns. It runs on the plugin's async runtime, never on
@@ -81,15 +82,6 @@ pub enum RequestKind {
     Reply(ReplyInput),
     /// A stateless summary request.
     Summary(SummaryInput),
-}
-
-/// The parts of a reply request.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReplyInput {
-    /// The NPC's display name.
-    pub npc_name: String,
-    /// The summary inside the system prompt, empty before the first one.
-    pub summary: Arc<str>,
 }
 
 /// A backend's answer.

@@ -11,7 +11,7 @@ mod scripted;
 
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    ReplyInput, RequestKind, ResponsePart, TokenUsage, stream_words,
+    RequestKind, ResponsePart, TokenUsage, stream_words,
 };
 #[cfg(feature = "local-llm")]
 pub use local::{

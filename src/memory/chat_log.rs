@@ -21,7 +21,7 @@ impl ChatLog {
         Self::default()
     }
 
-    /// Appends a message and returns its index. Only the memory pipeline appends, so
+    /// Appends a message and returns its index. Only the layers append (see `LayersMut`), so
     /// that the window and the summaries always account for every message.
     pub(crate) fn append(
         &mut self,

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::assembly::{AssembledPrompt, SummarySource};
 use super::config::MemoryFeatures;
 use super::facts::PinnedFacts;
-use super::message::{ChatMessage, LogIndex};
+use super::message::LogIndex;
 use super::persona::PersonaPrompt;
 use super::recall::RecallIndex;
 use super::segments::Segments;
-use super::text::{push_one_line, shorten_to_chars};
+use super::text::shorten_to_chars;
 
 /// Longest text kept from outside the game in a stored reason (a failed summary's
 /// error, a server's message), in characters. Longer text is shortened when it is
@@ -334,25 +334,4 @@ impl ContextMemory {
             &self.persona,
         )))
     }
-}
-
-/// The transcript of messages as the summarizer reads it, one `Speaker: text` line each.
-pub(crate) fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> String {
-    let mut out = String::new();
-    for message in messages {
-        let speaker = match message.role {
-            super::message::Role::User => persona.style.player_name.as_str(),
-            super::message::Role::Assistant => persona.name.as_str(),
-            super::message::Role::System => "System",
-        };
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(speaker);
-        out.push_str(": ");
-        // One line per message: a line break inside a message would let it forge a
-        // turn of another speaker, or the summary label, for the summarizer to copy.
-        push_one_line(&mut out, &message.content);
-    }
-    out
 }

@@ -1,8 +1,6 @@
 //! The features beyond the seed, in the core: segments and their compaction under a
 //! budget, forgetting, and the seed's prompt staying exact when everything is off.
 
-use std::time::Duration;
-
 use super::*;
 use crate::llm::OfflineBackend;
 
@@ -27,15 +25,7 @@ fn play(config: &MemoryConfig, turns: usize) -> NpcMemory {
             t,
         );
         layers.record(Role::Assistant, format!("Logged report {turn}."), t + 1.0);
-        while let Some(job) = layers.start_summary() {
-            let text = backend.summarize(&job.input);
-            if !matches!(
-                layers.finish_summary(job.id, Ok(&text), Duration::ZERO),
-                SummaryOutcome::Updated(_)
-            ) {
-                break;
-            }
-        }
+        layers.summarize_due(|job| Ok(backend.summarize(&job.input)));
     }
     memory
 }

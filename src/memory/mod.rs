@@ -17,12 +17,13 @@ mod context;
 mod facts;
 mod forgetting;
 mod message;
+mod npc;
 mod parts;
 mod persona;
-mod pipeline;
 mod quote;
 mod recall;
 mod segments;
+mod summary;
 mod text;
 mod tokens;
 mod validation;
@@ -50,18 +51,18 @@ pub use facts::{
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
+pub use npc::{
+    LayersMut, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput, Turn, preview_prompt,
+};
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
-pub use pipeline::{
-    LayersMut, NpcMemory, Recorded, SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate,
-    preview_prompt,
-};
 pub use quote::quote;
 pub use recall::{
     RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
     sort_chronologically,
 };
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
+pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
 pub use tokens::{
     MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
 };

@@ -10,8 +10,8 @@ use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, SummaryRecord};
 use super::facts::PinnedFacts;
 use super::message::{ChatMessage, LogIndex};
+use super::npc::NpcMemory;
 use super::persona::PersonaPrompt;
-use super::pipeline::NpcMemory;
 use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
 use super::window::RollingWindow;
@@ -115,7 +115,6 @@ impl MemoryParts {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
     use crate::memory::{Role, SummaryStyle};
@@ -139,13 +138,7 @@ mod tests {
                 Role::Assistant
             };
             layers.record(role, format!("line {i}"), i as f64);
-            if let Some(job) = layers.start_summary() {
-                layers.finish_summary(
-                    job.id,
-                    Ok(&format!("summary {i}")),
-                    Duration::from_millis(3),
-                );
-            }
+            layers.summarize_due(|_| Ok(format!("summary {i}")));
         }
         memory
     }

@@ -322,10 +322,12 @@ fn shrinking_the_window_live_keeps_uncovered_messages() {
         };
         layers.record(role, i.to_string(), i as f64);
     }
-    let overflow = layers.reconfigure(&MemoryConfig {
-        summary_threshold: Some(2),
-        ..MemoryConfig::with_window(3)
-    });
+    let overflow = layers
+        .reconfigure(&MemoryConfig {
+            summary_threshold: Some(2),
+            ..MemoryConfig::with_window(3)
+        })
+        .overflow;
     // Nothing is covered, and the new hard cap (6) fits only five of the six messages.
     assert_eq!(
         overflow,

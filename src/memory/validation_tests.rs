@@ -1,11 +1,7 @@
 //! The loader's checks, field by field, on a real layered memory with bad values.
 
-use std::time::Duration;
-
 use super::{Degradation, LogIndex, MAX_STORED_REASON_CHARS, MemoryConfig, MemoryParts};
-use crate::memory::{
-    FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryOutcome, SummaryStyle,
-};
+use crate::memory::{FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryStyle};
 
 /// A layered memory with every part filled: segments, facts, recall state,
 /// history and a degradation.
@@ -29,19 +25,15 @@ fn parts() -> MemoryParts {
             turn as f64,
         );
         layers.record(Role::Assistant, "Logged.", turn as f64 + 0.5);
-        if let Some(job) = layers.start_summary() {
-            let reply = format!(
+        let requests = layers.summarize_due(|job| {
+            Ok(format!(
                 r#"{{"summary": "Valve {turn} reported.", "facts": [{{"key": "current_goal", "value": "fix valve {turn}", "evidence": [{}]}}]}}"#,
                 job.covered.start
-            );
-            let outcome = layers.finish_summary(job.id, Ok(&reply), Duration::ZERO);
-            assert!(matches!(outcome, SummaryOutcome::Updated(_)), "{outcome:?}");
-        }
+            ))
+        });
+        assert!(requests <= 1, "every summary is accepted at once");
     }
-    let job = layers.start_summary();
-    if let Some(job) = job {
-        layers.finish_summary(job.id, Err("down".into()), Duration::ZERO);
-    }
+    layers.summarize_due(|_| Err("down".into()));
     layers
         .set_fact(FactKey::PLAYER_NAME, "Alex", vec![0])
         .unwrap();

@@ -17,7 +17,7 @@ use tokio::task::AbortHandle;
 use crate::llm::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
 };
-use crate::memory::{NpcId, SummaryJobId, shorten_to_chars};
+use crate::memory::{NpcId, shorten_to_chars};
 
 /// Identifies one backend request, so results of cancelled requests are recognised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +50,6 @@ pub(crate) enum TaskEvent {
 pub(crate) struct Finished {
     pub(crate) npc: NpcId,
     pub(crate) task: TaskId,
-    pub(crate) summary_job: Option<SummaryJobId>,
     pub(crate) result: Result<ChatResponse, BackendError>,
     pub(crate) latency: Duration,
     pub(crate) retries: u32,
@@ -125,11 +124,7 @@ impl LlmBridge {
 
     /// Starts a request on the runtime and returns at once. The request waits for
     /// a slot under the global concurrency cap before its timeout starts.
-    pub(crate) fn spawn(
-        &mut self,
-        request: ChatRequest,
-        summary_job: Option<SummaryJobId>,
-    ) -> Ticket {
+    pub(crate) fn spawn(&mut self, request: ChatRequest) -> Ticket {
         let task = TaskId(self.next_task);
         self.next_task += 1;
         let npc = request.npc.clone();
@@ -168,7 +163,6 @@ impl LlmBridge {
             let _ = sender.send(TaskEvent::Done(Finished {
                 npc,
                 task,
-                summary_job,
                 result,
                 latency: started.elapsed(),
                 retries: progress.retries(),

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 
 use crate::memory::{
     ChatLog, ContextMemory, LayersMut, MemoryConfig, MemoryParts, NpcId, NpcMemory, PersonaPrompt,
-    RollingWindow,
+    Reconfigured, RollingWindow,
 };
 
 macro_rules! layer_resource {
@@ -101,29 +101,30 @@ impl Layers<'_> {
 
     /// Creates the NPC's memory, or gives an existing one the persona. `overrides`
     /// holds the persona's own window and threshold, which win over live changes.
+    ///
+    /// Returns what applying the persona's own sizes led to, which the caller reports
+    /// and sends on.
     pub(crate) fn ensure(
         &mut self,
         npc: &NpcId,
         persona: PersonaPrompt,
         config: &MemoryConfig,
         overrides: bool,
-    ) {
+    ) -> Option<Reconfigured> {
         let unchanged = self
             .contexts
             .0
             .get(npc)
             .is_some_and(|c| *c.persona() == persona);
         if unchanged && !overrides {
-            return;
+            return None;
         }
         if let Some(mut layers) = self.get_mut(npc) {
             layers.set_persona(persona);
-            if overrides {
-                layers.reconfigure(config);
-            }
-            return;
+            return overrides.then(|| layers.reconfigure(config));
         }
         self.insert(npc.clone(), NpcMemory::new(persona, config));
+        None
     }
 
     /// Puts a whole memory in place, replacing any the NPC had.

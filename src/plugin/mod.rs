@@ -1,14 +1,16 @@
 //! The Bevy adapter: the plugin, its resources, messages and systems.
 
 mod bridge;
-mod conversation;
+mod dialogue;
 mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
 mod messages;
 mod persistence;
 mod persona;
+mod requests;
 mod settings;
+mod systems;
 mod telemetry;
 mod usage;
 
@@ -17,7 +19,6 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
-pub use conversation::Conversations;
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
@@ -31,6 +32,7 @@ pub use persistence::{
     ResumeAutosave, SaveMemory, SaveSettings,
 };
 pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
+pub use requests::NpcRequests;
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
 pub use usage::{LlmUsage, UsageStats, diagnostics};
@@ -211,7 +213,7 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<RollingWindows>()
             .init_resource::<ContextMemoryManager>()
             .init_resource::<layers::MemoryChanges>()
-            .init_resource::<Conversations>()
+            .init_resource::<NpcRequests>()
             .init_resource::<persona::PersonaBindings>()
             .init_asset::<Persona>()
             .register_asset_loader(PersonaLoader)
@@ -229,9 +231,9 @@ impl Plugin for NpcMemoryPlugin {
             .add_systems(
                 Update,
                 (
-                    conversation::apply_personas.in_set(NpcMemorySystems::Personas),
-                    conversation::take_requests.in_set(NpcMemorySystems::Intake),
-                    conversation::collect_results.in_set(NpcMemorySystems::Collect),
+                    systems::apply_personas.in_set(NpcMemorySystems::Personas),
+                    systems::take_requests.in_set(NpcMemorySystems::Intake),
+                    systems::collect_results.in_set(NpcMemorySystems::Collect),
                     (
                         persistence::take_save_requests,
                         persistence::autosave,

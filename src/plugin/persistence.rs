@@ -18,7 +18,7 @@ use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::conversation::Pipeline;
+use super::dialogue::Dialogue;
 use super::persona::Persona;
 use crate::memory::{MemoryParts, NpcId, PersonaPrompt};
 use crate::save::{
@@ -263,12 +263,12 @@ impl Default for SaveState {
 impl SaveState {
     /// A save of every NPC. Only NPCs changed since the last snapshot are taken
     /// apart again; the rest are shared with it.
-    fn snapshot(&mut self, pipeline: &mut Pipeline) -> Arc<SaveGame> {
-        for npc in pipeline.layers().take_changed() {
-            match pipeline.layers().parts(&npc) {
+    fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
+        for npc in dialogue.layers().take_changed() {
+            match dialogue.layers().parts(&npc) {
                 Some(memory) => {
                     let mut save = NpcSave::new(npc.clone(), memory);
-                    save.queued = pipeline.queued_lines(&npc);
+                    save.queued = dialogue.queued_lines(&npc);
                     self.snapshot.insert(npc, Arc::new(save))
                 }
                 None => self.snapshot.remove(&npc),
@@ -400,13 +400,13 @@ impl SaveState {
 
     fn autosave_job(
         &mut self,
-        pipeline: &mut Pipeline,
+        dialogue: &mut Dialogue,
         settings: &SaveSettings,
     ) -> Option<WriteJob> {
         let path = settings.autosave.clone()?;
         Some(WriteJob {
             path,
-            save: self.snapshot(pipeline),
+            save: self.snapshot(dialogue),
             autosave: true,
             max_bytes: settings.max_file_bytes,
         })
@@ -437,14 +437,14 @@ pub(crate) struct SaveRequests<'w, 's> {
 }
 
 pub(crate) fn take_save_requests(
-    mut pipeline: Pipeline,
+    mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
     mut requests: SaveRequests,
 ) {
     let max_bytes = settings.max_file_bytes;
     for SaveMemory { path } in requests.saves.read() {
-        let save = state.snapshot(&mut pipeline);
+        let save = state.snapshot(&mut dialogue);
         state.queue_write(WriteJob {
             path: path.clone(),
             save,
@@ -456,7 +456,7 @@ pub(crate) fn take_save_requests(
         state.resume(path);
         if settings.autosave.as_ref() == Some(path)
             && state.autosave_may_write(path)
-            && let Some(job) = state.autosave_job(&mut pipeline, &settings)
+            && let Some(job) = state.autosave_job(&mut dialogue, &settings)
         {
             state.queue_write(job);
         }
@@ -473,7 +473,7 @@ pub(crate) fn take_save_requests(
     }
     for ImportUnitySave { path, npc } in requests.imports.read() {
         state.begin_read(path);
-        let (persona, config) = match pipeline.layers().parts(npc) {
+        let (persona, config) = match dialogue.layers().parts(npc) {
             Some(parts) => (parts.persona, parts.config),
             None => (
                 PersonaPrompt {
@@ -481,7 +481,7 @@ pub(crate) fn take_save_requests(
                     text: "".into(),
                     style: Default::default(),
                 },
-                pipeline.default_memory().clone(),
+                dialogue.default_memory().clone(),
             ),
         };
         let (path, npc, sender) = (path.clone(), npc.clone(), state.sender.clone());
@@ -518,17 +518,17 @@ pub(crate) fn load_autosave_slot(
 /// while a load is in flight, so a slot is never overwritten before it is read,
 /// and for a slot whose load failed.
 pub(crate) fn autosave(
-    mut pipeline: Pipeline,
+    mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
 ) {
     let Some(path) = &settings.autosave else {
         return;
     };
-    if !state.autosave_may_write(path) || !pipeline.layers().has_changes() {
+    if !state.autosave_may_write(path) || !dialogue.layers().has_changes() {
         return;
     }
-    if let Some(job) = state.autosave_job(&mut pipeline, &settings) {
+    if let Some(job) = state.autosave_job(&mut dialogue, &settings) {
         state.queue_write(job);
     }
 }
@@ -543,7 +543,7 @@ pub(crate) struct SaveOutbox<'w> {
 }
 
 pub(crate) fn finish_io(
-    mut pipeline: Pipeline,
+    mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
     mut settings: ResMut<SaveSettings>,
     personas: Res<Assets<Persona>>,
@@ -580,7 +580,7 @@ pub(crate) fn finish_io(
                         state
                             .queue
                             .retain(|job| !(job.autosave && job.path == path));
-                        let npcs = replace_memory(&mut pipeline, &mut state, save, &personas);
+                        let npcs = replace_memory(&mut dialogue, &mut state, save, &personas);
                         if let Some(from) = &recovered_from {
                             tracing::warn!("restored {} from its backup: {from}", read.display());
                         }
@@ -624,7 +624,7 @@ pub(crate) fn finish_io(
                 });
                 match memory {
                     Ok(memory) => {
-                        pipeline.layers().insert(npc.clone(), memory);
+                        dialogue.layers().insert(npc.clone(), memory);
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],
@@ -689,7 +689,7 @@ fn saved(
 /// the main thread waits on disk, and only on the way out.
 pub(crate) fn flush_on_exit(
     mut exits: MessageReader<AppExit>,
-    mut pipeline: Pipeline,
+    mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
 ) {
@@ -698,8 +698,8 @@ pub(crate) fn flush_on_exit(
     }
     if let Some(path) = &settings.autosave
         && state.autosave_may_write(path)
-        && pipeline.layers().has_changes()
-        && let Some(job) = state.autosave_job(&mut pipeline, &settings)
+        && dialogue.layers().has_changes()
+        && let Some(job) = state.autosave_job(&mut dialogue, &settings)
     {
         state.queue_write(job);
     }
@@ -708,13 +708,13 @@ pub(crate) fn flush_on_exit(
 
 /// Swaps every NPC's memory for a save's; returns the NPCs it held.
 fn replace_memory(
-    pipeline: &mut Pipeline,
+    dialogue: &mut Dialogue,
     state: &mut SaveState,
     save: SaveGame,
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
-    pipeline.cancel_all();
-    let layers = pipeline.layers();
+    dialogue.cancel_all();
+    let layers = dialogue.layers();
     layers.remove_all();
     state.snapshot.clear();
     let mut ids = Vec::with_capacity(save.npcs.len());
@@ -733,9 +733,9 @@ fn replace_memory(
     // Just loaded, so nothing needs saving yet; a live persona that differs from the
     // saved one marks its NPC changed again below.
     layers.take_changed();
-    pipeline.reapply_personas(personas);
+    dialogue.reapply_personas(personas);
     for (npc, lines) in waiting {
-        pipeline.requeue(&npc, lines);
+        dialogue.requeue(&npc, lines);
     }
     ids
 }

@@ -29,7 +29,7 @@ fn lines_queue_while_busy_and_overflow_fails_clearly() {
     h.app.update();
 
     // One line is being answered, four wait, the sixth is refused and handed back.
-    let conversations = h.app.world().resource::<Conversations>();
+    let conversations = h.app.world().resource::<NpcRequests>();
     let echo = NpcId::new("echo7");
     assert!(conversations.reply_in_flight(&echo));
     assert_eq!(

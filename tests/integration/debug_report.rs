@@ -11,7 +11,7 @@ fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
         world.resource::<ChatLogs>(),
         world.resource::<RollingWindows>(),
         world.resource::<ContextMemoryManager>(),
-        world.resource::<Conversations>(),
+        world.resource::<NpcRequests>(),
         world.resource::<LlmUsage>(),
     )
     .expect("the NPC has memory")

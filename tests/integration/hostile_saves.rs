@@ -2,12 +2,10 @@
 //! load consistently or are refused with a clear error, and no save makes the
 //! loader allocate much more than the file's own size.
 
-use std::time::Duration;
-
 use crate::support::alloc::peak_allocation;
 use crate::support::{Harness, layered_scene, persona, seed_sized};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{LoadError, MemoryParts, NpcMemory, SaveFormat, SaveGame, SummaryOutcome};
+use bevy_npc_memory::{LoadError, MemoryParts, NpcMemory, SaveFormat, SaveGame};
 use serde_json::{Value, json};
 
 /// What the plugin does with a save file: parse and check it (on the IO thread),
@@ -153,15 +151,7 @@ fn exercise(memory: &mut NpcMemory) -> Result<(), String> {
     if prompt.is_empty() || prompt[0].role != Role::System {
         return Err("the prompt lost its system message".into());
     }
-    while let Some(job) = layers.start_summary() {
-        let text = OfflineBackend::default().summarize(&job.input);
-        if !matches!(
-            layers.finish_summary(job.id, Ok(&text), Duration::ZERO),
-            SummaryOutcome::Updated(_)
-        ) {
-            break;
-        }
-    }
+    layers.summarize_due(|job| Ok(OfflineBackend::default().summarize(&job.input)));
     let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
     parts.validate().map_err(|e| e.to_string())?;
     parts.into_memory().map_err(|e| e.to_string())?;

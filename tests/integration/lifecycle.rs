@@ -107,10 +107,7 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
     assert_eq!(failed[0].unrecorded_line.as_deref(), Some("second"));
     assert!(h.log("echo7").is_empty());
     assert_eq!(
-        h.app
-            .world()
-            .resource::<Conversations>()
-            .requests_in_flight(),
+        h.app.world().resource::<NpcRequests>().requests_in_flight(),
         0
     );
 

@@ -783,7 +783,7 @@ fn lines_waiting_when_the_game_quits_are_answered_after_the_next_start() {
     assert_eq!(
         h.app
             .world()
-            .resource::<Conversations>()
+            .resource::<NpcRequests>()
             .queued_lines(&NpcId::new("echo7"))
             .collect::<Vec<_>>(),
         ["second", "third"]

@@ -8,14 +8,13 @@
 //! `PROPTEST_CASES=20000 cargo test --all-features --test integration unicode_fuzz -- --ignored`.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::support::{Harness, persona};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::{
     AssembledPrompt, BackendFuture, ChatRequest, ChatResponse, MemoryParts, NpcMemory,
     NpcMemoryReport, PersonaPrompt, Progress, RequestKind, SaveFormat, SaveGame, SectionKind,
-    SummaryOutcome, SummaryStyle,
+    SummaryStyle,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -214,19 +213,13 @@ fn core_round(lines: &[String], model: &[String]) -> Result<(), TestCaseError> {
         check_budget(&prompt, Some(memory.context.covered_until())).map_err(TestCaseError::fail)?;
         let mut layers = memory.layers();
         layers.record(Role::Assistant, model[turn % model.len()].as_str(), t + 1.0);
-        while let Some(job) = layers.start_summary() {
-            let text = if turn % 2 == 0 {
+        layers.summarize_due(|job| {
+            Ok(if turn % 2 == 0 {
                 offline.summarize(&job.input)
             } else {
                 model[(turn + 1) % model.len()].clone()
-            };
-            if !matches!(
-                layers.finish_summary(job.id, Ok(&text), Duration::ZERO),
-                SummaryOutcome::Updated(_)
-            ) {
-                break;
-            }
-        }
+            })
+        });
     }
     let said: Vec<&str> = memory
         .log
@@ -314,7 +307,7 @@ fn plugin_round(lines: &[String], model: Option<Vec<String>>) -> Result<(), Test
         world.resource::<ChatLogs>(),
         world.resource::<RollingWindows>(),
         world.resource::<ContextMemoryManager>(),
-        world.resource::<Conversations>(),
+        world.resource::<NpcRequests>(),
         world.resource::<LlmUsage>(),
     )
     .unwrap();

@@ -105,7 +105,7 @@ impl Harness {
     /// Waits until no request is in flight and no line waits.
     pub fn settle(&mut self) {
         self.run_until("the NPCs are idle", |world| {
-            world.resource::<Conversations>().is_idle()
+            world.resource::<NpcRequests>().is_idle()
         });
     }
 

@@ -1,0 +1,389 @@
+//! One NPC's memory: the three layers owned together ([`NpcMemory`]) or borrowed
+//! together ([`LayersMut`]), and the one call per event that changes them.
+//!
+//! Data flows one way: a player line enters L2 and L1 trims ([`LayersMut::say`]),
+//! the reply is recorded the same way ([`LayersMut::reply`]), a summary job may
+//! start, and a finished summary ([`LayersMut::finish_summary`]) rewrites the L3
+//! memory the next prompt is built from.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::assembly::{AssembledPrompt, AssemblyInput, assemble};
+use super::chat_log::ChatLog;
+use super::config::MemoryConfig;
+use super::context::{ContextMemory, Degradation};
+use super::facts::{FactChange, FactKey, FactsError};
+use super::forgetting::{ForgettingReport, MessageFacts};
+use super::message::{LogIndex, PromptMessage, Role};
+use super::persona::PersonaPrompt;
+use super::recall::RecallQuery;
+use super::summary::SummaryJob;
+use super::window::RollingWindow;
+
+/// Under a prompt budget, recall fetches one candidate per this many budget tokens
+/// (a short chat line with its framing), so the recall share can be filled.
+const BUDGET_TOKENS_PER_CANDIDATE: usize = 16;
+
+/// All three layers of one NPC, owned. Engine-agnostic code (benchmarks, tools, other
+/// engines) uses this; the Bevy plugin keeps each layer in its own resource instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NpcMemory {
+    /// L2, the full chat log.
+    pub log: ChatLog,
+    /// L1, the rolling window.
+    pub window: RollingWindow,
+    /// L3, the context memory.
+    pub context: ContextMemory,
+}
+
+impl NpcMemory {
+    /// An empty memory for a persona.
+    pub fn new(persona: PersonaPrompt, config: &MemoryConfig) -> Self {
+        let mut context = ContextMemory::new(persona, config.threshold(), config.max_summary_chars);
+        context.features = config.features.clone();
+        context.facts.set_limits(config.features.facts.limits());
+        let window = RollingWindow::new(config.window(), config.hard_cap());
+        Self {
+            log: ChatLog::new(),
+            window,
+            context,
+        }
+    }
+
+    /// The layers, borrowed together to change them.
+    pub fn layers(&mut self) -> LayersMut<'_> {
+        LayersMut {
+            log: &mut self.log,
+            window: &mut self.window,
+            context: &mut self.context,
+        }
+    }
+}
+
+/// The three layers of one NPC, borrowed together. Every change to memory goes
+/// through these methods, so the layers never disagree.
+pub struct LayersMut<'a> {
+    pub(crate) log: &'a mut ChatLog,
+    pub(crate) window: &'a mut RollingWindow,
+    pub(crate) context: &'a mut ContextMemory,
+}
+
+/// What recording a message did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// The new message's index in the log.
+    pub index: LogIndex,
+    /// Set when the window hit its hard cap and uncovered messages left the prompt.
+    pub overflow: Option<Degradation>,
+}
+
+/// The parts of a reply request, for backends that answer without a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplyInput {
+    /// The NPC's display name.
+    pub npc_name: String,
+    /// The summary the prompt holds, empty before the first one.
+    pub summary: Arc<str>,
+}
+
+/// What a player line led to ([`LayersMut::say`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Turn {
+    /// The line's index in the log.
+    pub index: LogIndex,
+    /// Set when the window hit its hard cap and uncovered messages left the prompt.
+    pub overflow: Option<Degradation>,
+    /// The reply request to send: exactly these messages.
+    pub messages: Vec<PromptMessage>,
+    /// The same request's parts, for backends that answer without a model.
+    pub reply: ReplyInput,
+    /// A summary that became due, to send as well.
+    pub summary: Option<SummaryJob>,
+}
+
+/// What the NPC's reply led to ([`LayersMut::reply`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Replied {
+    /// The reply's index in the log.
+    pub index: LogIndex,
+    /// Set when the window hit its hard cap and uncovered messages left the prompt.
+    pub overflow: Option<Degradation>,
+    /// A summary that became due, to send.
+    pub summary: Option<SummaryJob>,
+}
+
+/// What a new configuration led to ([`LayersMut::reconfigure`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Reconfigured {
+    /// Set when the window shrank past its hard cap with uncovered messages in it.
+    pub overflow: Option<Degradation>,
+    /// A summary that a lower threshold made due.
+    pub summary: Option<SummaryJob>,
+}
+
+impl LayersMut<'_> {
+    /// L2, the full chat log.
+    pub fn log(&self) -> &ChatLog {
+        self.log
+    }
+
+    /// L1, the rolling window.
+    pub fn window(&self) -> &RollingWindow {
+        self.window
+    }
+
+    /// L3, the context memory.
+    pub fn context(&self) -> &ContextMemory {
+        self.context
+    }
+
+    /// The player says `text`: it enters the log and the window, the reply prompt
+    /// is built (recalling old lines for it when recall is on), and a summary starts
+    /// if one is due. Send [`Turn::messages`], and [`Turn::summary`] if set; call
+    /// [`reply`](Self::reply) with the answer.
+    pub fn say(&mut self, text: impl Into<Arc<str>>, now: f64) -> Turn {
+        let recorded = self.record(Role::User, text, now);
+        let messages = self.reply_prompt();
+        Turn {
+            index: recorded.index,
+            overflow: recorded.overflow,
+            messages,
+            reply: ReplyInput {
+                npc_name: self.context.persona.name.clone(),
+                summary: self.context.summary.clone(),
+            },
+            summary: self.start_summary(),
+        }
+    }
+
+    /// The NPC answered with `text`: it enters the log and the window, and a
+    /// summary starts if one is due.
+    pub fn reply(&mut self, text: impl Into<Arc<str>>, now: f64) -> Replied {
+        let recorded = self.record(Role::Assistant, text, now);
+        Replied {
+            index: recorded.index,
+            overflow: recorded.overflow,
+            summary: self.start_summary(),
+        }
+    }
+
+    /// Summarizes everything uncovered now, whatever the threshold says: the job to
+    /// send, unless one is in flight (the request is remembered for after it).
+    pub fn summarize_now(&mut self) -> Option<SummaryJob> {
+        self.request_summary();
+        self.start_summary()
+    }
+
+    /// Appends a player or NPC message to the log and trims the window. For tools
+    /// that replay a log; a game goes through [`say`](Self::say) and
+    /// [`reply`](Self::reply), which also start summaries.
+    pub fn record(&mut self, role: Role, content: impl Into<Arc<str>>, timestamp: f64) -> Recorded {
+        let index = self.log.append(role, content, timestamp);
+        self.sync_recall();
+        let overflow = self.trim();
+        Recorded { index, overflow }
+    }
+
+    /// The messages a reply request sends. With the seed's design: the system prompt,
+    /// then the window. With more features on: the assembled prompt (see
+    /// [`assemble`](Self::assemble)).
+    pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
+        self.assemble().messages.clone()
+    }
+
+    /// Builds the reply prompt from its sections within the budget, recalling old
+    /// messages for the newest player line, and remembers how it was built.
+    pub fn assemble(&mut self) -> Arc<AssembledPrompt> {
+        let window = self.window.start()..self.log.next_index();
+        let recalled = self.recall_for_reply(window);
+        let prompt = Arc::new(build_prompt(self.log, self.window, self.context, recalled));
+        self.context.last_prompt = Some(prompt.clone());
+        prompt
+    }
+
+    fn recall_for_reply(&mut self, window: Range<LogIndex>) -> Vec<super::recall::RecallHit> {
+        let config = &self.context.features.recall;
+        if !config.enabled {
+            return Vec::new();
+        }
+        let messages = self.log.messages();
+        let Some(line) = messages.last().filter(|m| m.role == Role::User) else {
+            return Vec::new();
+        };
+        let recent = self.log.range(window.clone());
+        let mut context: Vec<&str> = recent
+            .iter()
+            .rev()
+            .skip(1)
+            .take(config.context_messages)
+            .map(|m| &*m.content)
+            .collect();
+        context.reverse();
+        let query = RecallQuery {
+            line: &line.content,
+            context: &context,
+            exclude: window,
+            line_index: Some(line.index),
+            now: line.timestamp,
+        };
+        // Under a budget, fetch enough candidates to fill the recall share; the
+        // assembly keeps the best that fit.
+        let mut config = config.clone();
+        if let Some(budget) = self.context.features.budget.max_tokens {
+            config.max_messages = config
+                .max_messages
+                .max(budget / BUDGET_TOKENS_PER_CANDIDATE);
+        }
+        self.context.recall.query(&query, messages, &config)
+    }
+
+    /// Sets a pinned fact as the game's word, which the model cannot override.
+    /// Fails (changing nothing) on an empty or over-long value or a full store.
+    pub fn set_fact(
+        &mut self,
+        key: FactKey,
+        value: &str,
+        evidence: Vec<LogIndex>,
+    ) -> Result<FactChange, FactsError> {
+        if let Some(&index) = evidence.iter().find(|&&i| i >= self.log.next_index()) {
+            return Err(FactsError::EvidenceOutOfRange {
+                key: key.to_string(),
+                index,
+                covered: 0..self.log.next_index(),
+            });
+        }
+        let now = self.now();
+        let change = self.context.facts.set_by_game(key, value, now, evidence)?;
+        Ok(change)
+    }
+
+    /// Removes a pinned fact (it is kept in the fact's history as outdated).
+    pub fn remove_fact(&mut self, key: &FactKey) {
+        let now = self.now();
+        self.context.facts.remove_by_game(key, now);
+    }
+
+    pub(super) fn now(&self) -> f64 {
+        self.log.messages().last().map_or(0.0, |m| m.timestamp)
+    }
+
+    /// Keeps the recall index level with the log (also after recall is switched on).
+    fn sync_recall(&mut self) {
+        if !self.context.features.recall.enabled {
+            return;
+        }
+        let indexed = self.context.recall.len();
+        for message in self.log.messages().iter().skip(indexed) {
+            self.context.recall.add(message);
+        }
+    }
+
+    /// Replaces the persona, keeping the summary, and rewrites the system prompt.
+    pub fn set_persona(&mut self, persona: PersonaPrompt) {
+        self.context.persona = persona;
+    }
+
+    /// Applies a new window size and threshold. The window trims at once if it
+    /// shrank; uncovered messages still stay.
+    pub fn reconfigure(&mut self, config: &MemoryConfig) -> Reconfigured {
+        self.window.resize(config.window(), config.hard_cap());
+        self.context.threshold = config.threshold();
+        self.context.max_summary_chars = config.max_summary_chars;
+        self.context.features = config.features.clone();
+        self.context
+            .facts
+            .set_limits(config.features.facts.limits());
+        self.sync_recall();
+        Reconfigured {
+            overflow: self.trim(),
+            summary: self.start_summary(),
+        }
+    }
+
+    /// Forgets everything but the persona and the configuration.
+    pub fn clear(&mut self) {
+        *self.log = ChatLog::new();
+        let persona = self.context.persona.clone();
+        let features = std::mem::take(&mut self.context.features);
+        *self.context = ContextMemory::new(
+            persona,
+            self.context.threshold,
+            self.context.max_summary_chars,
+        );
+        self.context.features = features;
+        self.window.reset(0);
+    }
+
+    pub(super) fn trim(&mut self) -> Option<Degradation> {
+        let dropped = self.window.trim(self.log, self.context.covered_until)?;
+        let degradation = Degradation::WindowOverflow { dropped };
+        self.context.degradations.push(degradation.clone());
+        Some(degradation)
+    }
+
+    /// Runs the forgetting policy and applies what it decided.
+    pub(super) fn forget(&mut self) -> ForgettingReport {
+        let context = &*self.context;
+        let recall = &context.recall;
+        let facts = &context.facts;
+        let access = |index| recall.access_count(index);
+        let forgotten = |index| recall.is_forgotten(index);
+        let evidence = |index| facts.is_evidence(index);
+        let report = context.features.forgetting.sweep(
+            self.log.messages(),
+            context.covered_until,
+            &context.segments,
+            &MessageFacts {
+                access_count: &access,
+                is_forgotten: &forgotten,
+                is_evidence: &evidence,
+            },
+        );
+        for &index in &report.forgotten_messages {
+            self.context.recall.forget(index);
+        }
+        for covered in &report.dropped_segments {
+            let segments = &mut self.context.segments;
+            if let Some(position) = segments.list().iter().position(|s| &s.covered == covered) {
+                segments.remove(position);
+            }
+        }
+        self.context.forgetting_compaction = report.compaction_due;
+        report
+    }
+}
+
+/// The prompt the next reply would send, from the same builder as every reply, but
+/// without recalled lines: recall needs the player's next line, and a query would
+/// count as a recall. In basic mode it is exactly the next reply's prompt minus that
+/// line. For debug views and tools; it changes nothing.
+pub fn preview_prompt(
+    log: &ChatLog,
+    window: &RollingWindow,
+    context: &ContextMemory,
+) -> AssembledPrompt {
+    build_prompt(log, window, context, Vec::new())
+}
+
+/// The one place a reply prompt is built from the layers.
+fn build_prompt(
+    log: &ChatLog,
+    window: &RollingWindow,
+    context: &ContextMemory,
+    recalled: Vec<super::recall::RecallHit>,
+) -> AssembledPrompt {
+    assemble(AssemblyInput {
+        persona: &context.persona,
+        facts: context.facts_section(),
+        summaries: context.summary_source(),
+        recalled,
+        log,
+        window: window.start()..log.next_index(),
+        covered_until: context.covered_until,
+        budget: &context.features.budget,
+    })
+}

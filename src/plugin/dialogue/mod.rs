@@ -1,0 +1,289 @@
+//! Game events in, memory changes and requests out: each event is one call into
+//! the memory core, whose answer says which requests to send and what to report.
+
+mod outbox;
+mod results;
+
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+
+pub(crate) use outbox::Outbox;
+
+use super::bridge::LlmBridge;
+use super::layers::Layers;
+use super::messages::{NpcReplyFailed, ReplyError};
+use super::persona::{Persona, PersonaBindings, persona_config};
+use super::requests::{LineRules, NpcRequests, Offer, Readiness};
+use super::settings::NpcMemorySettings;
+use super::telemetry::{Telemetry, TelemetryEvent};
+use super::usage::LlmUsage;
+use crate::llm::{ChatRequest, RequestKind};
+use crate::memory::{
+    Degradation, FactKey, MemoryConfig, NpcId, PromptMessage, ReplyInput, SummaryJob,
+    estimate_prompt_tokens,
+};
+
+/// Everything handling one NPC event touches, borrowed together.
+#[derive(SystemParam)]
+pub(crate) struct Dialogue<'w> {
+    layers: Layers<'w>,
+    requests: ResMut<'w, NpcRequests>,
+    bridge: ResMut<'w, LlmBridge>,
+    settings: Res<'w, NpcMemorySettings>,
+    telemetry: Res<'w, Telemetry>,
+    time: Res<'w, Time>,
+    bindings: ResMut<'w, PersonaBindings>,
+    usage: ResMut<'w, LlmUsage>,
+    out: Outbox<'w>,
+}
+
+impl<'w> Dialogue<'w> {
+    fn rules(&self) -> LineRules {
+        LineRules {
+            max_line_chars: self.settings.max_line_chars,
+            max_queued_lines: self.settings.max_queued_lines,
+        }
+    }
+
+    fn readiness(&self, npc: &NpcId) -> Readiness {
+        if self.layers.contains(npc) {
+            Readiness::Ready
+        } else if let Some(reason) = self.bindings.failure(npc) {
+            Readiness::Failed(reason.to_owned())
+        } else if self.bindings.is_bound(npc) {
+            Readiness::Loading
+        } else {
+            Readiness::Unknown
+        }
+    }
+
+    /// A player line: answered now, queued, or handed back.
+    pub(crate) fn say(&mut self, npc: &NpcId, text: String) {
+        let readiness = self.readiness(npc);
+        let rules = self.rules();
+        match self.requests.offer(npc, text, &readiness, rules) {
+            Offer::Start(line) => self.answer(npc, line),
+            // Waiting lines are saved with the NPC's memory.
+            Offer::Queued => self.layers.mark_changed(npc),
+            Offer::Refused(error, line) => self.reject(npc, error, line),
+        }
+    }
+
+    fn reject(&mut self, npc: &NpcId, error: ReplyError, line: String) {
+        self.out.failed.write(NpcReplyFailed {
+            npc: npc.clone(),
+            error,
+            unrecorded_line: Some(line),
+        });
+    }
+
+    /// Starts the next waiting line if the NPC is free.
+    fn next_line(&mut self, npc: &NpcId) {
+        if !self.layers.contains(npc) {
+            return;
+        }
+        if let Some(line) = self.requests.next_line(npc) {
+            self.layers.mark_changed(npc);
+            self.answer(npc, line);
+        }
+    }
+
+    /// The line enters memory, and its reply request (and any summary due) starts.
+    fn answer(&mut self, npc: &NpcId, line: String) {
+        let now = self.time.elapsed_secs_f64();
+        let Some(mut layers) = self.layers.get_mut(npc) else {
+            return;
+        };
+        let turn = layers.say(line, now);
+        self.report_overflow(npc, turn.overflow);
+        self.send_reply(npc, turn.messages, turn.reply);
+        self.send_summary(npc, turn.summary);
+    }
+
+    fn send_reply(&mut self, npc: &NpcId, messages: Vec<PromptMessage>, input: ReplyInput) {
+        let request = ChatRequest {
+            npc: npc.clone(),
+            kind: RequestKind::Reply(input),
+            messages,
+        };
+        self.trace_request(&request);
+        let ticket = self.bridge.spawn(request);
+        self.requests.start_reply(npc, ticket);
+    }
+
+    fn send_summary(&mut self, npc: &NpcId, job: Option<SummaryJob>) {
+        let Some(job) = job else {
+            return;
+        };
+        let request = ChatRequest {
+            npc: npc.clone(),
+            kind: RequestKind::Summary(job.input),
+            messages: job.messages,
+        };
+        self.trace_request(&request);
+        let ticket = self.bridge.spawn(request);
+        self.requests.start_summary(npc, ticket, job.id);
+    }
+
+    fn trace_request(&self, request: &ChatRequest) {
+        // Copying the prompt and estimating its tokens costs microseconds per
+        // request; only pay for it when someone records telemetry.
+        if self.telemetry.is_recording() {
+            let purpose = request.purpose();
+            self.telemetry.emit(TelemetryEvent::Request {
+                npc: request.npc.clone(),
+                purpose,
+                backend: self.bridge.backend_name(purpose).to_owned(),
+                at: self.time.elapsed_secs_f64(),
+                estimated_tokens: estimate_prompt_tokens(&request.messages),
+                messages: request.messages.clone(),
+            });
+        }
+    }
+
+    /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled.
+    pub(crate) fn clear(&mut self, npc: &NpcId) {
+        self.cancel(npc);
+        if let Some(mut layers) = self.layers.get_mut(npc) {
+            layers.clear();
+        }
+    }
+
+    fn cancel(&mut self, npc: &NpcId) {
+        let waiting = self.requests.cancel(npc);
+        if !waiting.is_empty() {
+            self.layers.mark_changed(npc);
+        }
+        for line in waiting {
+            self.reject(npc, ReplyError::Cancelled, line);
+        }
+    }
+
+    /// Cancels every request in flight and every waiting line, as loading another
+    /// save slot must: their results belong to the memory being replaced.
+    pub(crate) fn cancel_all(&mut self) {
+        for npc in self.requests.npcs() {
+            self.cancel(&npc);
+        }
+    }
+
+    pub(crate) fn reconfigure(&mut self, npc: &NpcId, config: &MemoryConfig) {
+        let Some(mut layers) = self.layers.get_mut(npc) else {
+            return;
+        };
+        let reconfigured = layers.reconfigure(config);
+        self.report_overflow(npc, reconfigured.overflow);
+        self.send_summary(npc, reconfigured.summary);
+    }
+
+    pub(crate) fn summarize_now(&mut self, npc: &NpcId) {
+        let job = self.layers.get_mut(npc).and_then(|mut l| l.summarize_now());
+        self.send_summary(npc, job);
+    }
+
+    pub(crate) fn set_fact(&mut self, npc: &NpcId, key: &FactKey, value: &str) {
+        if let Some(mut layers) = self.layers.get_mut(npc)
+            && let Err(error) = layers.set_fact(key.clone(), value, Vec::new())
+        {
+            tracing::warn!("pinned fact {key} for NPC {npc} was not set: {error}");
+        }
+    }
+
+    pub(crate) fn remove_fact(&mut self, npc: &NpcId, key: &FactKey) {
+        if let Some(mut layers) = self.layers.get_mut(npc) {
+            layers.remove_fact(key);
+        }
+    }
+
+    /// The player's lines waiting for the NPC, oldest first, for a save.
+    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<String> {
+        self.requests.queued_lines(npc).map(str::to_owned).collect()
+    }
+
+    /// Puts lines restored from a save back in the NPC's queue and starts the first
+    /// if the NPC is free. A restored line is held to the rules of a new one: a save
+    /// is data from outside, and a line unfit now is handed back instead.
+    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<String>) {
+        let rules = self.rules();
+        for line in lines {
+            match super::requests::unfit_line(&line, rules) {
+                Some(error) => self.reject(npc, error, line),
+                None => self.requests.restore(npc, line),
+            }
+        }
+        self.next_line(npc);
+    }
+
+    /// The layers, for loading and saving.
+    pub(crate) fn layers(&mut self) -> &mut Layers<'w> {
+        &mut self.layers
+    }
+
+    /// Defaults for NPCs whose persona sets no sizes.
+    pub(crate) fn default_memory(&self) -> &MemoryConfig {
+        &self.settings.memory
+    }
+
+    /// Gives every NPC whose persona asset has loaded that persona again, since the
+    /// live asset wins over the one stored in a save. A spawned NPC the save does
+    /// not hold (its id changed between builds, or the slot is from another layout)
+    /// starts with a fresh memory, so lines sent to it are answered, not kept
+    /// waiting for a memory that will never come.
+    pub(crate) fn reapply_personas(&mut self, personas: &Assets<Persona>) {
+        for (id, npcs) in self.bindings.all() {
+            let Some(persona) = personas.get(id) else {
+                continue;
+            };
+            for npc in npcs {
+                self.apply_persona(&npc, persona);
+            }
+        }
+    }
+
+    /// A persona failed to load: lines waiting for it fail rather than wait forever.
+    /// An NPC that already has memory keeps its last good persona.
+    pub(crate) fn persona_failed(&mut self, persona: AssetId<Persona>, reason: String) {
+        tracing::error!("NPC persona failed to load: {reason}");
+        self.bindings.mark_failed(persona, reason.clone());
+        for npc in self.bindings.npcs(persona).to_vec() {
+            if self.layers.contains(&npc) {
+                continue;
+            }
+            for line in self.requests.drain(&npc) {
+                let error = ReplyError::PersonaUnavailable {
+                    npc: npc.clone(),
+                    reason: reason.clone(),
+                };
+                self.reject(&npc, error, line);
+            }
+        }
+    }
+
+    /// A persona asset loaded or changed: every NPC bound to it gets it.
+    pub(crate) fn persona_ready(&mut self, id: AssetId<Persona>, persona: &Persona) {
+        self.bindings.mark_loaded(id);
+        for npc in self.bindings.npcs(id).to_vec() {
+            self.apply_persona(&npc, persona);
+        }
+    }
+
+    /// NPCs spawned since the last frame, whose persona may already be loaded.
+    pub(crate) fn take_spawned(&mut self) -> Vec<AssetId<Persona>> {
+        self.bindings.take_spawned()
+    }
+
+    fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
+        let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
+        if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
+            self.report_overflow(npc, reconfigured.overflow);
+            self.send_summary(npc, reconfigured.summary);
+        }
+        self.next_line(npc);
+    }
+
+    fn report_overflow(&mut self, npc: &NpcId, overflow: Option<Degradation>) {
+        if let Some(degradation) = overflow {
+            self.out.degraded(&self.telemetry, npc, degradation);
+        }
+    }
+}

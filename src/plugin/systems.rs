@@ -1,0 +1,76 @@
+//! The dialogue's systems: each reads the game's messages and hands every event to
+//! [`Dialogue`](super::dialogue::Dialogue), which makes one call into the memory core.
+
+use bevy::asset::AssetLoadFailedEvent;
+use bevy::prelude::*;
+
+use super::dialogue::Dialogue;
+use super::messages::{
+    ClearNpcMemory, ReconfigureNpcMemory, RemovePinnedFact, SetPinnedFact, SummarizeNow, TalkToNpc,
+};
+use super::persona::Persona;
+
+/// Personas that were spawned, loaded, edited or failed reach their NPCs.
+pub(crate) fn apply_personas(
+    mut dialogue: Dialogue,
+    mut events: MessageReader<AssetEvent<Persona>>,
+    mut failures: MessageReader<AssetLoadFailedEvent<Persona>>,
+    personas: Res<Assets<Persona>>,
+) {
+    for failure in failures.read() {
+        dialogue.persona_failed(failure.id, format!("{}: {}", failure.path, failure.error));
+    }
+    let mut changed = dialogue.take_spawned();
+    changed.extend(events.read().filter_map(|event| match event {
+        AssetEvent::Added { id }
+        | AssetEvent::Modified { id }
+        | AssetEvent::LoadedWithDependencies { id } => Some(*id),
+        _ => None,
+    }));
+    if changed.is_empty() {
+        return;
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    for id in changed {
+        if let Some(persona) = personas.get(id) {
+            dialogue.persona_ready(id, persona);
+        }
+    }
+}
+
+/// The game's requests: facts, reconfigurations, clears, player lines, summaries.
+pub(crate) fn take_requests(
+    mut dialogue: Dialogue,
+    mut talk: MessageReader<TalkToNpc>,
+    mut clear: MessageReader<ClearNpcMemory>,
+    mut summarize: MessageReader<SummarizeNow>,
+    mut reconfigure: MessageReader<ReconfigureNpcMemory>,
+    mut set_fact: MessageReader<SetPinnedFact>,
+    mut remove_fact: MessageReader<RemovePinnedFact>,
+) {
+    // Facts first: a quest update in the same frame as a line should shape its reply.
+    for fact in set_fact.read() {
+        dialogue.set_fact(&fact.npc, &fact.key, &fact.value);
+    }
+    for fact in remove_fact.read() {
+        dialogue.remove_fact(&fact.npc, &fact.key);
+    }
+    for change in reconfigure.read() {
+        dialogue.reconfigure(&change.npc, &change.config);
+    }
+    for request in clear.read() {
+        dialogue.clear(&request.npc);
+    }
+    for line in talk.read() {
+        dialogue.say(&line.npc, line.text.clone());
+    }
+    for request in summarize.read() {
+        dialogue.summarize_now(&request.npc);
+    }
+}
+
+/// Finished requests come back into memory.
+pub(crate) fn collect_results(mut dialogue: Dialogue) {
+    dialogue.collect();
+}
