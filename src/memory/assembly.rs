@@ -18,12 +18,12 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::chat_log::ChatLog;
 use super::config::{PromptBudget, SectionShares};
+use super::log::ChatLog;
+use super::log::recall::{RecallHit, RecallReason};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use super::persona::{PersonaPrompt, PromptLanguage};
 use super::quote::{clock, quote};
-use super::recall::{RecallHit, RecallReason};
 use super::segments::{SegmentPriority, SummarySegment};
 use super::text::{has_line_break, normalize_line_breaks, strip_prefix_ignoring_case};
 use super::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};

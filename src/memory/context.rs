@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::assembly::{AssembledPrompt, SummarySource};
 use super::config::MemoryFeatures;
 use super::facts::PinnedFacts;
+use super::log::recall::RecallIndex;
 use super::message::LogIndex;
 use super::persona::PersonaPrompt;
-use super::recall::RecallIndex;
 use super::segments::Segments;
 use super::text::shorten_to_chars;
 

@@ -11,17 +11,16 @@
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
 mod assembly;
-mod chat_log;
 mod config;
 mod context;
 mod facts;
 mod forgetting;
+mod log;
 mod message;
 mod npc;
 mod parts;
 mod persona;
 mod quote;
-mod recall;
 mod segments;
 mod summary;
 mod text;
@@ -37,7 +36,6 @@ mod tests;
 mod validation_tests;
 
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
-pub use chat_log::ChatLog;
 pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
 pub use context::{
     ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SUMMARY_ATTEMPTS, SummaryJobId,
@@ -50,6 +48,11 @@ pub use facts::{
     facts_instruction, indexed_transcript, parse_summary_reply,
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
+pub use log::ChatLog;
+pub use log::recall::{
+    RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
+    sort_chronologically,
+};
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{
     LayersMut, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput, Turn, preview_prompt,
@@ -57,10 +60,6 @@ pub use npc::{
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use quote::quote;
-pub use recall::{
-    RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
-    sort_chronologically,
-};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
 pub use tokens::{

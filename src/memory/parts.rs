@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, SummaryRecord};
 use super::facts::PinnedFacts;
+use super::log::ChatLog;
+use super::log::recall::{RecallIndex, RecallState};
 use super::message::{ChatMessage, LogIndex};
 use super::npc::NpcMemory;
 use super::persona::PersonaPrompt;
-use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
 use super::window::RollingWindow;
 

@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 
-use super::chat_log::ChatLog;
+use super::log::ChatLog;
 use super::message::{ChatMessage, LogIndex, Role};
 
 /// The recent messages an NPC sends with each reply request (L1).

@@ -4,28 +4,31 @@
 use std::sync::Arc;
 
 use super::{SummaryInput, SummaryJob};
+use crate::memory::context::ContextMemory;
 use crate::memory::context::SummaryKind;
 use crate::memory::facts::{facts_instruction, indexed_transcript};
+use crate::memory::log::ChatLog;
 use crate::memory::message::{ChatMessage, PromptMessage, Role};
-use crate::memory::npc::LayersMut;
 use crate::memory::persona::PersonaPrompt;
 use crate::memory::text::push_one_line;
 
-impl LayersMut<'_> {
-    pub(super) fn job_for_in_flight(&self) -> SummaryJob {
-        let job = self.context.in_flight.as_ref().expect("a job is in flight");
-        let persona = &self.context.persona;
+/// The request for the job in flight: the instruction, then the body (previous
+/// summary and transcript, or the segments to merge). No persona, no chat history.
+pub(crate) fn job_for_in_flight(log: &ChatLog, context: &ContextMemory) -> SummaryJob {
+    {
+        let job = context.in_flight.as_ref().expect("a job is in flight");
+        let persona = &context.persona;
         let style = &persona.style;
-        let wants_facts = self.wants_facts(&job.kind);
+        let wants_facts = context.features.facts.enabled && job.kind == SummaryKind::Fold;
         let (messages, segments) = match &job.kind {
             SummaryKind::Compact { segments } => {
-                let texts: Vec<Arc<str>> = self.context.segments.list()[segments.clone()]
+                let texts: Vec<Arc<str>> = context.segments.list()[segments.clone()]
                     .iter()
                     .map(|s| s.text.clone())
                     .collect();
                 (&[][..], texts)
             }
-            SummaryKind::Fold => (self.log.range(job.covered.clone()), Vec::new()),
+            SummaryKind::Fold => (log.range(job.covered.clone()), Vec::new()),
         };
         let (instruction, body) = match &job.kind {
             SummaryKind::Compact { .. } => {
@@ -36,7 +39,7 @@ impl LayersMut<'_> {
                 }
                 (style.compaction_instruction().to_owned(), body)
             }
-            SummaryKind::Fold if self.context.features.segments.enabled => (
+            SummaryKind::Fold if context.features.segments.enabled => (
                 style.segment_instruction().to_owned(),
                 format!(
                     "{}\n{}",
@@ -45,10 +48,10 @@ impl LayersMut<'_> {
                 ),
             ),
             SummaryKind::Fold => {
-                let previous = if self.context.summary.is_empty() {
+                let previous = if context.summary.is_empty() {
                     style.no_previous.as_str()
                 } else {
-                    &self.context.summary
+                    &context.summary
                 };
                 let body = format!(
                     "{}\n{}\n\n{}\n{}",
@@ -77,10 +80,10 @@ impl LayersMut<'_> {
             ],
             input: SummaryInput {
                 // A segment stands alone, so it is written without the previous one.
-                previous_summary: if self.context.features.segments.enabled {
+                previous_summary: if context.features.segments.enabled {
                     Arc::from("")
                 } else {
-                    self.context.summary.clone()
+                    context.summary.clone()
                 },
                 transcript: messages.to_vec(),
                 player_name: style.player_name.clone(),

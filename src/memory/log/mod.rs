@@ -1,5 +1,7 @@
 //! L2: the full chat log. Append-only; nothing is ever removed.
 
+pub(crate) mod recall;
+
 use std::ops::Range;
 use std::sync::Arc;
 

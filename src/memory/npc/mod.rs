@@ -6,18 +6,20 @@
 //! start, and a finished summary ([`LayersMut::finish_summary`]) rewrites the L3
 //! memory the next prompt is built from.
 
+mod summaries;
+
 use std::ops::Range;
 use std::sync::Arc;
 
 use super::assembly::{AssembledPrompt, AssemblyInput, assemble};
-use super::chat_log::ChatLog;
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation};
 use super::facts::{FactChange, FactKey, FactsError};
 use super::forgetting::{ForgettingReport, MessageFacts};
+use super::log::ChatLog;
+use super::log::recall::RecallQuery;
 use super::message::{LogIndex, PromptMessage, Role};
 use super::persona::PersonaPrompt;
-use super::recall::RecallQuery;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
 
@@ -205,7 +207,7 @@ impl LayersMut<'_> {
         prompt
     }
 
-    fn recall_for_reply(&mut self, window: Range<LogIndex>) -> Vec<super::recall::RecallHit> {
+    fn recall_for_reply(&mut self, window: Range<LogIndex>) -> Vec<super::log::recall::RecallHit> {
         let config = &self.context.features.recall;
         if !config.enabled {
             return Vec::new();
@@ -374,7 +376,7 @@ fn build_prompt(
     log: &ChatLog,
     window: &RollingWindow,
     context: &ContextMemory,
-    recalled: Vec<super::recall::RecallHit>,
+    recalled: Vec<super::log::recall::RecallHit>,
 ) -> AssembledPrompt {
     assemble(AssemblyInput {
         persona: &context.persona,
