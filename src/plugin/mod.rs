@@ -6,9 +6,9 @@ mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
 mod messages;
-mod persistence;
 mod persona;
 mod requests;
+mod saves;
 mod settings;
 mod systems;
 mod telemetry;
@@ -27,12 +27,12 @@ pub use messages::{
     NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
     SummarizeNow, TalkToNpc,
 };
-pub use persistence::{
+pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
+pub use requests::NpcRequests;
+pub use saves::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
     ResumeAutosave, SaveMemory, SaveSettings,
 };
-pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
-pub use requests::NpcRequests;
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
 pub use usage::{LlmUsage, UsageStats, diagnostics};
@@ -234,22 +234,18 @@ impl Plugin for NpcMemoryPlugin {
                     systems::apply_personas.in_set(NpcMemorySystems::Personas),
                     systems::take_requests.in_set(NpcMemorySystems::Intake),
                     systems::collect_results.in_set(NpcMemorySystems::Collect),
-                    (
-                        persistence::take_save_requests,
-                        persistence::autosave,
-                        persistence::finish_io,
-                    )
+                    (saves::take_save_requests, saves::autosave, saves::finish_io)
                         .chain()
                         .in_set(NpcMemorySystems::Persist),
                 ),
             );
-        app.add_systems(Startup, persistence::load_autosave_slot)
+        app.add_systems(Startup, saves::load_autosave_slot)
             .add_systems(
                 Update,
                 usage::measure_diagnostics.after(NpcMemorySystems::Persist),
             )
-            .add_systems(Last, persistence::flush_on_exit);
-        persistence::plugin(app, self.saves.clone());
+            .add_systems(Last, saves::flush_on_exit);
+        saves::plugin(app, self.saves.clone());
         messages::plugin(app);
         usage::plugin(app);
         #[cfg(feature = "local-llm")]

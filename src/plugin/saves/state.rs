@@ -1,0 +1,367 @@
+//! Snapshots, queued writes and IO in flight, and which files autosave may replace.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bevy::prelude::*;
+use bevy::tasks::IoTaskPool;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::memory::{MemoryParts, NpcId};
+use crate::plugin::dialogue::Dialogue;
+use crate::save::{
+    LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket, with_path_lock,
+    write_slot,
+};
+
+use super::messages::SaveSettings;
+
+pub(super) enum IoDone {
+    Saved {
+        id: u64,
+        path: PathBuf,
+        npcs: usize,
+        autosave: bool,
+        result: Result<Option<usize>, SaveError>,
+    },
+    Loaded {
+        path: PathBuf,
+        result: Result<Box<Recovered>, Box<NotRecovered>>,
+    },
+    Imported {
+        path: PathBuf,
+        npc: NpcId,
+        result: Result<Box<MemoryParts>, LoadError>,
+    },
+}
+
+#[derive(Clone)]
+pub(super) struct WriteJob {
+    pub(super) path: PathBuf,
+    pub(super) save: Arc<SaveGame>,
+    pub(super) autosave: bool,
+    pub(super) max_bytes: u64,
+}
+
+pub(super) struct InFlight {
+    pub(super) id: u64,
+    pub(super) job: WriteJob,
+    pub(super) ticket: Arc<WriteTicket>,
+}
+
+/// Writes one job unless its ticket was taken by someone else (`Ok(None)` then).
+pub(super) fn run_write(
+    job: &WriteJob,
+    ticket: &WriteTicket,
+    may_replace: bool,
+) -> Result<Option<usize>, SaveError> {
+    write_slot(&job.save, &job.path, job.max_bytes, ticket, may_replace)
+}
+
+/// Snapshots, queued writes, IO in flight, and which files autosave may replace.
+#[derive(Resource)]
+pub(crate) struct SaveState {
+    pub(super) snapshot: HashMap<NpcId, Arc<NpcSave>>,
+    pub(super) queue: VecDeque<WriteJob>,
+    pub(super) in_flight: Option<InFlight>,
+    pub(super) next_write: u64,
+    /// Reads in flight by path. Autosave waits for all; a write waits for reads of
+    /// its own path, so it never replaces a file before it was read.
+    pub(super) reads: HashMap<PathBuf, usize>,
+    /// Files autosave may replace: this game loaded or wrote them.
+    pub(super) trusted: HashSet<PathBuf>,
+    /// Files autosave leaves alone until the game resumes them.
+    pub(super) paused: HashSet<PathBuf>,
+    pub(super) sender: UnboundedSender<IoDone>,
+    pub(super) receiver: UnboundedReceiver<IoDone>,
+}
+
+/// An app dropped without `AppExit` (a test, an embedding editor) still gets its
+/// queued autosaves written.
+impl Drop for SaveState {
+    fn drop(&mut self) {
+        self.finish_writes();
+    }
+}
+
+impl Default for SaveState {
+    fn default() -> Self {
+        let (sender, receiver) = unbounded_channel();
+        Self {
+            snapshot: HashMap::new(),
+            queue: VecDeque::new(),
+            in_flight: None,
+            next_write: 0,
+            reads: HashMap::new(),
+            trusted: HashSet::new(),
+            paused: HashSet::new(),
+            sender,
+            receiver,
+        }
+    }
+}
+
+impl SaveState {
+    /// A save of every NPC. Only NPCs changed since the last snapshot are taken
+    /// apart again; the rest are shared with it.
+    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
+        for npc in dialogue.layers().take_changed() {
+            match dialogue.layers().parts(&npc) {
+                Some(memory) => {
+                    let mut save = NpcSave::new(npc.clone(), memory);
+                    save.queued = dialogue.queued_lines(&npc);
+                    self.snapshot.insert(npc, Arc::new(save))
+                }
+                None => self.snapshot.remove(&npc),
+            };
+        }
+        Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+    }
+
+    pub(super) fn reading(&self) -> bool {
+        !self.reads.is_empty()
+    }
+
+    pub(super) fn begin_read(&mut self, path: &Path) {
+        *self.reads.entry(path.to_path_buf()).or_default() += 1;
+    }
+
+    pub(super) fn end_read(&mut self, path: &Path) {
+        if let Some(count) = self.reads.get_mut(path) {
+            *count -= 1;
+            if *count == 0 {
+                self.reads.remove(path);
+            }
+        }
+    }
+
+    pub(super) fn autosave_may_write(&self, path: &Path) -> bool {
+        !self.reading() && !self.paused.contains(path)
+    }
+
+    pub(super) fn resume(&mut self, path: &Path) {
+        self.paused.remove(path);
+        self.trusted.insert(path.to_path_buf());
+    }
+
+    /// Stops autosave writing `path`, including autosaves already queued for it.
+    pub(super) fn pause(&mut self, path: &Path) {
+        self.paused.insert(path.to_path_buf());
+        self.trusted.remove(path);
+        self.queue.retain(|job| !(job.autosave && job.path == path));
+    }
+
+    /// Writes what is queued and waits for the write in flight, blocking: the game
+    /// is closing, and the last changes must reach the disk. A write whose task has
+    /// not started (the IO pool is busy) is written here instead and its task skips
+    /// it; one already running is waited for, so the newest save lands last.
+    pub(super) fn finish_writes(&mut self) {
+        if let Some(InFlight { job, ticket, .. }) = self.in_flight.take() {
+            if ticket.cancel() {
+                match self
+                    .queue
+                    .iter_mut()
+                    .find(|waiting| waiting.path == job.path)
+                {
+                    Some(newer) => newer.autosave &= job.autosave,
+                    None => self.queue.push_front(job),
+                }
+            } else {
+                with_path_lock(&job.path, || ());
+                if ticket.written() {
+                    self.trusted.insert(job.path);
+                }
+            }
+        }
+        while let Some(job) = self.queue.pop_front() {
+            let may_replace = !job.autosave || self.trusted.contains(&job.path);
+            match run_write(&job, &WriteTicket::default(), may_replace) {
+                Ok(_) => {
+                    self.trusted.insert(job.path);
+                }
+                Err(error) => {
+                    tracing::error!("could not save {} on exit: {error}", job.path.display());
+                }
+            }
+        }
+    }
+
+    /// Queues a write; a newer save for the same file replaces one still waiting.
+    /// The merged write counts as the game's own if either was, so a `SaveMemory`
+    /// is always answered.
+    pub(super) fn queue_write(&mut self, job: WriteJob) {
+        let explicit = self
+            .queue
+            .iter()
+            .any(|waiting| waiting.path == job.path && !waiting.autosave);
+        self.queue.retain(|waiting| waiting.path != job.path);
+        self.queue.push_back(WriteJob {
+            autosave: job.autosave && !explicit,
+            ..job
+        });
+    }
+
+    /// Starts the first queued write whose file is not being read, if none runs.
+    pub(super) fn start_next_write(&mut self) {
+        if self.in_flight.is_some() {
+            return;
+        }
+        let Some(index) = self
+            .queue
+            .iter()
+            .position(|job| !self.reads.contains_key(&job.path))
+        else {
+            return;
+        };
+        let Some(job) = self.queue.remove(index) else {
+            return;
+        };
+        let may_replace = !job.autosave || self.trusted.contains(&job.path);
+        let (id, ticket) = (self.next_write, Arc::new(WriteTicket::default()));
+        self.next_write += 1;
+        self.in_flight = Some(InFlight {
+            id,
+            job: job.clone(),
+            ticket: ticket.clone(),
+        });
+        let sender = self.sender.clone();
+        IoTaskPool::get()
+            .spawn(async move {
+                let result = run_write(&job, &ticket, may_replace);
+                let _ = sender.send(IoDone::Saved {
+                    id,
+                    npcs: job.save.npcs.len(),
+                    path: job.path,
+                    autosave: job.autosave,
+                    result,
+                });
+            })
+            .detach();
+    }
+
+    pub(super) fn autosave_job(
+        &mut self,
+        dialogue: &mut Dialogue,
+        settings: &SaveSettings,
+    ) -> Option<WriteJob> {
+        let path = settings.autosave.clone()?;
+        Some(WriteJob {
+            path,
+            save: self.snapshot(dialogue),
+            autosave: true,
+            max_bytes: settings.max_file_bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn save_marked(mark: &str) -> Arc<SaveGame> {
+        let mut save = SaveGame::new(Vec::new());
+        save.crate_version = mark.to_owned();
+        Arc::new(save)
+    }
+
+    fn job(path: &Path, mark: &str, autosave: bool) -> WriteJob {
+        WriteJob {
+            path: path.to_path_buf(),
+            save: save_marked(mark),
+            autosave,
+            max_bytes: u64::MAX,
+        }
+    }
+
+    fn mark_on_disk(path: &Path) -> String {
+        SaveGame::from_bytes(&std::fs::read(path).unwrap())
+            .unwrap()
+            .crate_version
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("npc-writes-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn an_autosave_replacing_a_waiting_save_memory_still_answers_it() {
+        let dir = temp_dir("merge");
+        let path = dir.join("slot.json");
+        let mut state = SaveState::default();
+        state.queue_write(job(&path, "explicit", false));
+        state.queue_write(job(&path, "autosave", true));
+        assert_eq!(state.queue.len(), 1);
+        assert!(!state.queue[0].autosave, "reported as the game's own save");
+        drop(state); // writes what is queued
+        assert_eq!(mark_on_disk(&path), "autosave", "the newer snapshot");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// The IO pool had not started the write in flight when the game quit: the exit
+    /// flush writes the newer save, and the stale task, running later, skips.
+    #[test]
+    fn a_write_whose_task_never_started_never_lands_after_the_exit_flush() {
+        let dir = temp_dir("exit-race");
+        let path = dir.join("slot.json");
+        let mut state = SaveState::default();
+        let stale = job(&path, "older", false);
+        let ticket = Arc::new(WriteTicket::default());
+        state.in_flight = Some(InFlight {
+            id: 0,
+            job: stale.clone(),
+            ticket: ticket.clone(),
+        });
+        state.queue_write(job(&path, "newer", false));
+        state.finish_writes();
+        assert_eq!(mark_on_disk(&path), "newer");
+        assert_eq!(run_write(&stale, &ticket, true), Ok(None), "the task skips");
+        assert_eq!(mark_on_disk(&path), "newer");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn the_exit_flush_writes_a_write_whose_task_never_started() {
+        let dir = temp_dir("exit-alone");
+        let path = dir.join("slot.json");
+        let mut state = SaveState::default();
+        let pending = job(&path, "only", false);
+        let ticket = Arc::new(WriteTicket::default());
+        state.in_flight = Some(InFlight {
+            id: 0,
+            job: pending.clone(),
+            ticket: ticket.clone(),
+        });
+        state.finish_writes();
+        assert_eq!(mark_on_disk(&path), "only");
+        assert_eq!(run_write(&pending, &ticket, true), Ok(None));
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// The write in flight already ran: the exit flush learns the file is ours, so
+    /// the last autosave is not refused as "unread".
+    #[test]
+    fn a_write_that_ran_makes_its_file_autosave_s_own() {
+        let dir = temp_dir("exit-ran");
+        let path = dir.join("slot.json");
+        let mut state = SaveState::default();
+        let first = job(&path, "first", true);
+        let ticket = Arc::new(WriteTicket::default());
+        assert_eq!(
+            run_write(&first, &ticket, false),
+            Ok(Some(std::fs::metadata(&path).unwrap().len() as usize))
+        );
+        state.in_flight = Some(InFlight {
+            id: 0,
+            job: first,
+            ticket,
+        });
+        state.queue_write(job(&path, "last", true));
+        state.finish_writes();
+        assert_eq!(mark_on_disk(&path), "last");
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

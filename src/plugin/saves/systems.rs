@@ -1,0 +1,334 @@
+//! The save systems: requests in, IO tasks out, outcomes back.
+
+use std::path::{Path, PathBuf};
+
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+use bevy::tasks::IoTaskPool;
+
+use crate::memory::{NpcId, PersonaPrompt};
+use crate::plugin::dialogue::Dialogue;
+use crate::plugin::persona::Persona;
+use crate::save::{
+    LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
+    load_slot, read_bounded,
+};
+
+use super::messages::{
+    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
+    ResumeAutosave, SaveMemory, SaveSettings,
+};
+use super::state::{IoDone, SaveState, WriteJob};
+
+/// The messages that ask for saves, loads and imports.
+#[derive(SystemParam)]
+pub(crate) struct SaveRequests<'w, 's> {
+    saves: MessageReader<'w, 's, SaveMemory>,
+    loads: MessageReader<'w, 's, LoadMemory>,
+    resumes: MessageReader<'w, 's, ResumeAutosave>,
+    imports: MessageReader<'w, 's, ImportUnitySave>,
+}
+
+pub(crate) fn take_save_requests(
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    settings: Res<SaveSettings>,
+    mut requests: SaveRequests,
+) {
+    let max_bytes = settings.max_file_bytes;
+    for SaveMemory { path } in requests.saves.read() {
+        let save = state.snapshot(&mut dialogue);
+        state.queue_write(WriteJob {
+            path: path.clone(),
+            save,
+            autosave: false,
+            max_bytes,
+        });
+    }
+    for ResumeAutosave { path } in requests.resumes.read() {
+        state.resume(path);
+        if settings.autosave.as_ref() == Some(path)
+            && state.autosave_may_write(path)
+            && let Some(job) = state.autosave_job(&mut dialogue, &settings)
+        {
+            state.queue_write(job);
+        }
+    }
+    for LoadMemory { path } in requests.loads.read() {
+        state.begin_read(path);
+        let (path, sender) = (path.clone(), state.sender.clone());
+        IoTaskPool::get()
+            .spawn(async move {
+                let result = load_slot(&path, max_bytes).map(Box::new);
+                let _ = sender.send(IoDone::Loaded { path, result });
+            })
+            .detach();
+    }
+    for ImportUnitySave { path, npc } in requests.imports.read() {
+        state.begin_read(path);
+        let (persona, config) = match dialogue.layers().parts(npc) {
+            Some(parts) => (parts.persona, parts.config),
+            None => (
+                PersonaPrompt {
+                    name: npc.to_string(),
+                    text: "".into(),
+                    style: Default::default(),
+                },
+                dialogue.default_memory().clone(),
+            ),
+        };
+        let (path, npc, sender) = (path.clone(), npc.clone(), state.sender.clone());
+        IoTaskPool::get()
+            .spawn(async move {
+                let result = read_bounded(&path, max_bytes).and_then(|(_, bytes)| {
+                    let text = std::str::from_utf8(&bytes).map_err(|e| LoadError::NotText {
+                        offset: e.valid_up_to(),
+                    })?;
+                    import_unity_save(text, persona, config).map(Box::new)
+                });
+                let _ = sender.send(IoDone::Imported { path, npc, result });
+            })
+            .detach();
+    }
+}
+
+/// Loads the autosave slot at startup, if there is one to load. Until its result
+/// arrives, autosave waits and no write touches the slot.
+pub(crate) fn load_autosave_slot(
+    settings: Res<SaveSettings>,
+    mut loads: MessageWriter<LoadMemory>,
+) {
+    // A slot that cannot even be checked is loaded too: its failure pauses autosave.
+    let there = |path: &Path| path.try_exists().unwrap_or(true);
+    if let Some(path) = &settings.autosave
+        && (there(path) || there(&backup_path(path)))
+    {
+        loads.write(LoadMemory { path: path.clone() });
+    }
+}
+
+/// After every change, one snapshot per frame goes to the autosave slot. Paused
+/// while a load is in flight, so a slot is never overwritten before it is read,
+/// and for a slot whose load failed.
+pub(crate) fn autosave(
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    settings: Res<SaveSettings>,
+) {
+    let Some(path) = &settings.autosave else {
+        return;
+    };
+    if !state.autosave_may_write(path) || !dialogue.layers().has_changes() {
+        return;
+    }
+    if let Some(job) = state.autosave_job(&mut dialogue, &settings) {
+        state.queue_write(job);
+    }
+}
+
+/// The messages save and load outcomes are written as.
+#[derive(SystemParam)]
+pub(crate) struct SaveOutbox<'w> {
+    saved: MessageWriter<'w, MemorySaved>,
+    save_failed: MessageWriter<'w, MemorySaveFailed>,
+    loaded: MessageWriter<'w, MemoryLoaded>,
+    load_failed: MessageWriter<'w, MemoryLoadFailed>,
+}
+
+pub(crate) fn finish_io(
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    mut settings: ResMut<SaveSettings>,
+    personas: Res<Assets<Persona>>,
+    mut out: SaveOutbox,
+) {
+    while let Ok(done) = state.receiver.try_recv() {
+        match done {
+            IoDone::Saved {
+                id,
+                path,
+                npcs,
+                autosave,
+                result,
+            } => {
+                // A write the exit flush took over reports nothing.
+                if state.in_flight.as_ref().is_none_or(|f| f.id != id) {
+                    continue;
+                }
+                state.in_flight = None;
+                saved(&mut state, &mut out, path, npcs, autosave, result);
+            }
+            IoDone::Loaded { path, result } => {
+                state.end_read(&path);
+                match result {
+                    Ok(recovered) => {
+                        let Recovered {
+                            read,
+                            save,
+                            recovered_from,
+                        } = *recovered;
+                        state.resume(&path);
+                        // Snapshots of the memory this load replaces must not land
+                        // on the file just read.
+                        state
+                            .queue
+                            .retain(|job| !(job.autosave && job.path == path));
+                        let npcs = replace_memory(&mut dialogue, &mut state, save, &personas);
+                        if let Some(from) = &recovered_from {
+                            tracing::warn!("restored {} from its backup: {from}", read.display());
+                        }
+                        if settings.autosave.is_some() {
+                            settings.autosave = Some(path);
+                        }
+                        out.loaded.write(MemoryLoaded {
+                            path: read,
+                            npcs,
+                            recovered_from,
+                        });
+                    }
+                    Err(failed) => {
+                        let NotRecovered {
+                            error,
+                            moved_to,
+                            backup,
+                        } = *failed;
+                        let autosave_paused = error != LoadError::NotFound || backup.is_some();
+                        if autosave_paused {
+                            state.pause(&path);
+                        }
+                        let failure = MemoryLoadFailed {
+                            path,
+                            error,
+                            moved_to,
+                            backup,
+                            autosave_paused,
+                        };
+                        tracing::error!("{failure}");
+                        out.load_failed.write(failure);
+                    }
+                }
+            }
+            IoDone::Imported { path, npc, result } => {
+                state.end_read(&path);
+                let memory = result.and_then(|parts| {
+                    parts
+                        .into_memory()
+                        .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))
+                });
+                match memory {
+                    Ok(memory) => {
+                        dialogue.layers().insert(npc.clone(), memory);
+                        out.loaded.write(MemoryLoaded {
+                            path,
+                            npcs: vec![npc],
+                            recovered_from: None,
+                        });
+                    }
+                    Err(error) => {
+                        out.load_failed.write(MemoryLoadFailed {
+                            path,
+                            error,
+                            moved_to: None,
+                            backup: None,
+                            autosave_paused: false,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    state.start_next_write();
+}
+
+/// Reports a finished write and learns from it which files autosave may replace.
+fn saved(
+    state: &mut SaveState,
+    out: &mut SaveOutbox,
+    path: PathBuf,
+    npcs: usize,
+    autosave: bool,
+    result: Result<Option<usize>, SaveError>,
+) {
+    match result {
+        Ok(Some(bytes)) => {
+            if autosave {
+                state.trusted.insert(path.clone());
+            } else {
+                state.resume(&path);
+            }
+            out.saved.write(MemorySaved {
+                path,
+                npcs,
+                bytes,
+                autosave,
+            });
+        }
+        // A task skips only when the exit flush took its write over; its id no longer
+        // matches, so this is not reached.
+        Ok(None) => {}
+        Err(error) => {
+            if error == SaveError::Unread {
+                state.pause(&path);
+            }
+            let failure = MemorySaveFailed { path, error };
+            tracing::error!("{failure}");
+            out.save_failed.write(failure);
+        }
+    }
+}
+
+/// When the app exits, the last changes are saved and writes in flight finish
+/// before it closes, so quitting never loses the final lines. This is the one place
+/// the main thread waits on disk, and only on the way out.
+pub(crate) fn flush_on_exit(
+    mut exits: MessageReader<AppExit>,
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    settings: Res<SaveSettings>,
+) {
+    if exits.read().next().is_none() {
+        return;
+    }
+    if let Some(path) = &settings.autosave
+        && state.autosave_may_write(path)
+        && dialogue.layers().has_changes()
+        && let Some(job) = state.autosave_job(&mut dialogue, &settings)
+    {
+        state.queue_write(job);
+    }
+    state.finish_writes();
+}
+
+/// Swaps every NPC's memory for a save's; returns the NPCs it held.
+fn replace_memory(
+    dialogue: &mut Dialogue,
+    state: &mut SaveState,
+    save: SaveGame,
+    personas: &Assets<Persona>,
+) -> Vec<NpcId> {
+    dialogue.cancel_all();
+    let layers = dialogue.layers();
+    layers.remove_all();
+    state.snapshot.clear();
+    let mut ids = Vec::with_capacity(save.npcs.len());
+    let mut waiting = Vec::new();
+    for npc in save.npcs {
+        // Checked when the file was read, so this cannot fail.
+        if let Ok(memory) = npc.memory.clone().into_memory() {
+            layers.insert(npc.id.clone(), memory);
+            ids.push(npc.id.clone());
+            if !npc.queued.is_empty() {
+                waiting.push((npc.id.clone(), npc.queued.clone()));
+            }
+            state.snapshot.insert(npc.id.clone(), npc);
+        }
+    }
+    // Just loaded, so nothing needs saving yet; a live persona that differs from the
+    // saved one marks its NPC changed again below.
+    layers.take_changed();
+    dialogue.reapply_personas(personas);
+    for (npc, lines) in waiting {
+        dialogue.requeue(&npc, lines);
+    }
+    ids
+}
