@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bevy_npc_memory::{
+use bevy_npc_memory::memory::{
     MemoryConfig, NpcMemory, PersonaPrompt, Role, SummaryOutcome, SummaryStyle, estimate_tokens,
 };
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -35,7 +35,7 @@ fn memory_with_log(window: usize, messages: usize) -> NpcMemory {
     memory
 }
 
-fn summarize_if_due(layers: &mut bevy_npc_memory::LayersMut<'_>) {
+fn summarize_if_due(layers: &mut bevy_npc_memory::memory::LayersMut<'_>) {
     if let Some(job) = layers.start_summary() {
         let outcome = layers.finish_summary(job.id, Ok("The player is Alex."), Duration::ZERO);
         debug_assert!(matches!(outcome, SummaryOutcome::Updated(_)));

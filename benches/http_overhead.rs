@@ -8,7 +8,7 @@ mod fake_llm;
 
 use std::hint::black_box;
 
-use bevy_npc_memory::{
+use bevy_npc_memory::backends::{
     ChatBackend, ChatRequest, OpenAiBackend, OpenAiConfig, Progress, RetryPolicy,
 };
 use criterion::{Criterion, criterion_group, criterion_main};

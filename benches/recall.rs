@@ -11,7 +11,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bevy_npc_memory::{ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role};
+use bevy_npc_memory::memory::{
+    ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role,
+};
 use criterion::{Criterion, Throughput};
 
 const LOG_MESSAGES: usize = 10_000;

@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bevy_npc_memory::{
-    MemoryConfig, MemoryParts, NpcId, NpcMemory, NpcSave, PersonaPrompt, Role, SaveGame,
-    SummaryStyle,
+use bevy_npc_memory::memory::{
+    MemoryConfig, MemoryParts, NpcId, NpcMemory, PersonaPrompt, Role, SummaryStyle,
 };
+use bevy_npc_memory::save::{NpcSave, SaveGame};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const NPCS: usize = 100;

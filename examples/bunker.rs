@@ -25,8 +25,9 @@ use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use bevy::window::WindowResolution;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use bevy_npc_memory::backends::{OpenAiBackend, OpenAiConfig};
+use bevy_npc_memory::debug::NpcMemoryDebugPlugin;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{NpcMemoryDebugPlugin, OpenAiBackend, OpenAiConfig};
 
 const ECHO: &str = "echo7";
 const ROBOT: &str = "rusty";
@@ -101,7 +102,8 @@ fn backend(args: &Args) -> (WithBackend, Option<String>) {
 
 #[cfg(feature = "local-llm")]
 fn default_model() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(bevy_npc_memory::backends::DEFAULT_MODEL_PATH);
     path.is_file().then_some(path)
 }
 

@@ -21,8 +21,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_npc_memory::backends::{ChatRequest, DEFAULT_MODEL_PATH, Progress, RequestKind};
+use bevy_npc_memory::memory::{PromptMessage, ReplyInput, Role};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{DEFAULT_MODEL_PATH, Progress, PromptMessage, ReplyInput, RequestKind, Role};
 
 /// Frames per phase; phases alternate idle, generating, idle, ...
 const PHASE_FRAMES: usize = 300;

@@ -20,9 +20,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bevy_npc_memory::{
-    LogIndex, MemoryConfig, MemoryFeatures, NpcMemory, OfflineBackend, PersonaPrompt,
-    PromptMessage, Role, SummaryStyle, estimate_prompt_tokens,
+use bevy_npc_memory::backends::OfflineBackend;
+use bevy_npc_memory::memory::{
+    LogIndex, MemoryConfig, MemoryFeatures, NpcMemory, PersonaPrompt, PromptMessage, Role,
+    SummaryStyle, estimate_prompt_tokens,
 };
 use serde_json::{Value, json};
 
@@ -163,7 +164,7 @@ impl Strategy for Summary {
         let mut layers = memory.layers();
         layers.record(Role::User, question, replay.last_timestamp);
         let window = &memory.window;
-        let system = bevy_npc_memory::preview_prompt(&memory.log, window, &memory.context)
+        let system = bevy_npc_memory::memory::preview_prompt(&memory.log, window, &memory.context)
             .messages
             .swap_remove(0);
         let mut context = vec![(None, system)];

@@ -26,8 +26,9 @@ use std::time::Duration;
 
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
+use bevy_npc_memory::backends::{OpenAiBackend, OpenAiConfig};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{OpenAiBackend, OpenAiConfig, backup_path};
+use bevy_npc_memory::save::backup_path;
 
 const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai|local] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME|PATH] [--api-key-env VAR] [--save PATH] [--threads N]";
 
@@ -212,7 +213,8 @@ fn openai_backend(args: &Args) -> Result<OpenAiBackend, String> {
 fn local_backend(args: &Args) -> Result<LocalLlmBackend, String> {
     let path = match &args.model {
         Some(path) => PathBuf::from(path),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(bevy_npc_memory::DEFAULT_MODEL_PATH),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(bevy_npc_memory::backends::DEFAULT_MODEL_PATH),
     };
     if !path.is_file() {
         return Err(format!(

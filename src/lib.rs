@@ -5,9 +5,9 @@
 //!
 //! | layer | type | resource | what it is |
 //! |---|---|---|---|
-//! | L1 | [`RollingWindow`] | [`RollingWindows`] | the recent messages sent with every request; the system prompt always first |
-//! | L2 | [`ChatLog`] | [`ChatLogs`] | every message, append-only: UI history and savegames |
-//! | L3 | [`ContextMemory`] | [`ContextMemoryManager`] | every N messages a stateless request folds new messages into a summary, and the system prompt becomes persona + summary |
+//! | L1 | [`RollingWindow`](crate::memory::RollingWindow) | [`RollingWindows`](crate::prelude::RollingWindows) | the recent messages sent with every request; the system prompt always first |
+//! | L2 | [`ChatLog`](crate::memory::ChatLog) | [`ChatLogs`](crate::prelude::ChatLogs) | every message, append-only: UI history and savegames |
+//! | L3 | [`ContextMemory`](crate::memory::ContextMemory) | [`ContextMemoryManager`](crate::prelude::ContextMemoryManager) | every N messages a stateless request folds new messages into a summary, and the system prompt becomes persona + summary |
 //!
 //! # Tutorial
 //!
@@ -24,8 +24,8 @@
 //!     .run();
 //! ```
 //!
-//! **2. Spawn an NPC.** Its [`NpcId`] names its memory, so the memory outlives the
-//! entity. The persona comes from a `*.npc.ron` asset (see [`Persona`]) or from code.
+//! **2. Spawn an NPC.** Its [`NpcId`](crate::memory::NpcId) names its memory, so the memory outlives the
+//! entity. The persona comes from a `*.npc.ron` asset (see [`Persona`](crate::prelude::Persona)) or from code.
 //!
 //! ```no_run
 //! # use bevy::prelude::*;
@@ -35,8 +35,8 @@
 //! }
 //! ```
 //!
-//! **3. Talk, and listen.** Send [`TalkToNpc`]; read [`NpcReplied`], or
-//! [`NpcReplyDelta`] to typewrite, and [`NpcReplyFailed`] for errors. Requests run
+//! **3. Talk, and listen.** Send [`TalkToNpc`](crate::prelude::TalkToNpc); read [`NpcReplied`](crate::prelude::NpcReplied), or
+//! [`NpcReplyDelta`](crate::prelude::NpcReplyDelta) to typewrite, and [`NpcReplyFailed`](crate::prelude::NpcReplyFailed) for errors. Requests run
 //! on a tokio runtime off the main thread; nothing blocks the frame.
 //!
 //! ```no_run
@@ -57,14 +57,14 @@
 //! }
 //! ```
 //!
-//! **4. Watch memory work.** [`NpcSummaryUpdated`] fires when a summary rewrites the
-//! system prompt, [`NpcMemoryDegraded`] when a summary failed twice or the window hit
+//! **4. Watch memory work.** [`NpcSummaryUpdated`](crate::prelude::NpcSummaryUpdated) fires when a summary rewrites the
+//! system prompt, [`NpcMemoryDegraded`](crate::prelude::NpcMemoryDegraded) when a summary failed twice or the window hit
 //! its hard cap. Every request and response is also a `tracing` event with target
-//! [`TELEMETRY_TARGET`], and [`NpcMemoryPlugin::with_trace_file`] writes them as
+//! [`TELEMETRY_TARGET`](crate::debug::TELEMETRY_TARGET), and [`NpcMemoryPlugin::with_trace_file`] writes them as
 //! JSON lines.
 //!
 //! **5. Keep what matters.** The seed's single rolling summary loses detail. Switch
-//! on [`MemoryFeatures`] to add recall of raw old messages, pinned facts,
+//! on [`MemoryFeatures`](crate::memory::MemoryFeatures) to add recall of raw old messages, pinned facts,
 //! segmented summaries and a token budget; each part also works alone, and
 //! personas can switch them per NPC:
 //!
@@ -84,7 +84,7 @@
 //! }
 //! ```
 //!
-//! [`ContextMemory::last_prompt`] tells how the last prompt was built: its sections,
+//! [`ContextMemory::last_prompt`](crate::memory::ContextMemory::last_prompt) tells how the last prompt was built: its sections,
 //! and which old messages were recalled and why.
 //!
 //! # Guarantees
@@ -98,9 +98,9 @@
 //!   recalled lines, fact values) is quoted as data, so it cannot pose as an
 //!   instruction or a section of its own.
 //! - The player's line is in the log as soon as a request for it starts; lines that
-//!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`].
+//!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
 //!   Lines still waiting when the game saves are saved with the NPC.
-//! - A backend that panics fails that one request ([`BackendError::Panicked`]); every
+//! - A backend that panics fails that one request ([`BackendError::Panicked`](crate::backends::BackendError::Panicked)); every
 //!   read from a server and every reply has a size cap.
 //! - A save is checked field by field before anything is built from it, and the
 //!   writer refuses what the reader would refuse. RELIABILITY.md in the repository
@@ -108,43 +108,41 @@
 //!
 //! # Without Bevy
 //!
-//! The core is plain Rust: [`NpcMemory`] holds the three layers and [`LayersMut`]
+//! The core is plain Rust: [`NpcMemory`](crate::memory::NpcMemory) holds the three layers and [`LayersMut`](crate::memory::LayersMut)
 //! changes them, for tools, benchmarks, or other engines.
 #![warn(missing_docs)]
 
-mod debug_ui;
-mod llm;
-mod memory;
+pub mod backends;
+pub mod debug;
+pub mod memory;
 mod plugin;
-mod save;
+pub mod save;
 mod trace;
 
-pub use debug_ui::*;
-pub use llm::*;
-pub use memory::*;
-pub use plugin::*;
-pub use save::*;
+pub use plugin::{
+    NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, PersonaError, PersonaFeatures,
+    PersonaLoader, SaveSettings,
+};
 
-/// The types most games need.
+/// The types most games need: the plugin and its settings, NPCs and personas, the
+/// messages to talk, listen, save and load, the layer resources, and the backends
+/// that ship with the crate.
 pub mod prelude {
-    pub use crate::llm::{
-        BackendError, ChatBackend, ChatRequest, ChatResponse, OfflineBackend, Purpose,
-        ScriptedBackend,
+    #[cfg(feature = "http")]
+    pub use crate::backends::{ApiKey, OpenAiBackend, OpenAiConfig};
+    pub use crate::backends::{
+        BackendError, ChatBackend, OfflineBackend, Purpose, ScriptedBackend,
     };
     #[cfg(feature = "local-llm")]
-    pub use crate::llm::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
-    pub use crate::memory::{
-        FactKey, FactStatus, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
-    };
+    pub use crate::backends::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
+    pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role};
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, Npc, NpcMemoryDegraded,
+        ChatLogs, ClearNpcMemory, ContextMemoryManager, ImportUnitySave, LlmUsage, LoadMemory,
+        MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved, Npc, NpcMemoryDegraded,
         NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
         NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        RemovePinnedFact, ReplyError, RollingWindows, SetPinnedFact, SummarizeNow, TalkToNpc,
-    };
-    pub use crate::plugin::{
-        ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
-        ResumeAutosave, SaveMemory, SaveSettings,
+        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
+        SetPinnedFact, SummarizeNow, TalkToNpc,
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};

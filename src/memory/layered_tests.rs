@@ -2,7 +2,7 @@
 //! budget, forgetting, and the seed's prompt staying exact when everything is off.
 
 use super::*;
-use crate::llm::OfflineBackend;
+use crate::backends::OfflineBackend;
 
 fn persona() -> PersonaPrompt {
     PersonaPrompt {

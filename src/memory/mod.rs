@@ -38,20 +38,17 @@ mod validation_tests;
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
 pub use context::{
-    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SUMMARY_ATTEMPTS, SummaryJobId,
-    SummaryKind, SummaryRecord, SummaryTrigger,
+    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SummaryJobId, SummaryKind, SummaryRecord,
+    SummaryTrigger,
 };
 pub use facts::{
-    FACTS_CLOSE, FACTS_OPEN, Fact, FactAction, FactCategory, FactChange, FactChangeKind, FactKey,
-    FactKeyError, FactLimits, FactSource, FactStatus, FactUpdate, FactsConfig, FactsError,
-    MAX_EVIDENCE, MAX_KEY_LEN, PinnedFacts, RenderedFacts, SummaryReply, facts_header,
-    facts_instruction, indexed_transcript, parse_summary_reply,
+    Fact, FactCategory, FactChange, FactChangeKind, FactKey, FactKeyError, FactLimits, FactSource,
+    FactStatus, FactsConfig, FactsError, PinnedFacts,
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use log::ChatLog;
 pub use log::recall::{
     RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
-    sort_chronologically,
 };
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{
@@ -59,12 +56,9 @@ pub use npc::{
 };
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
-pub use quote::quote;
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
-pub use tokens::{
-    MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_prompt_tokens, estimate_tokens,
-};
+pub use tokens::{estimate_prompt_tokens, estimate_tokens};
 pub use validation::{
     MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_RECALL_MESSAGES, MAX_SEGMENT_LEVEL,
     MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use crate::llm::{LocalLlmBackend, ModelStatus};
+use crate::backends::{LocalLlmBackend, ModelStatus};
 
 /// A local model finished loading and answers now.
 #[derive(Message, Clone, Debug, PartialEq)]
@@ -20,7 +20,7 @@ pub struct LocalModelLoaded {
 
 /// A local model could not be loaded: the file is missing, is not a GGUF, or is
 /// damaged. Requests to it fail with
-/// [`BackendError::ModelUnavailable`](crate::BackendError::ModelUnavailable); the
+/// [`BackendError::ModelUnavailable`](crate::backends::BackendError::ModelUnavailable); the
 /// game keeps running.
 #[derive(Message, Clone, Debug, PartialEq)]
 pub struct LocalModelFailed {
@@ -62,7 +62,7 @@ fn report_model_loads(
     mut failed: MessageWriter<LocalModelFailed>,
 ) {
     pending.0.retain(|backend| {
-        let name = crate::llm::ChatBackend::name(backend).to_owned();
+        let name = crate::backends::ChatBackend::name(backend).to_owned();
         let path = backend.model_path().to_path_buf();
         match backend.status() {
             ModelStatus::Loading => true,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use crate::llm::BackendError;
+use crate::backends::BackendError;
 use crate::memory::{
     Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SummaryTrigger,
 };

@@ -27,7 +27,7 @@ pub use messages::{
     NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
     SummarizeNow, TalkToNpc,
 };
-pub use persona::{FeatureToggles, Npc, Persona, PersonaError, PersonaLoader};
+pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
 pub use requests::NpcRequests;
 pub use saves::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
@@ -37,7 +37,7 @@ pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
-use crate::llm::{ChatBackend, OfflineBackend};
+use crate::backends::{ChatBackend, OfflineBackend};
 use crate::memory::MemoryFeatures;
 
 /// The plugin's systems, in pipeline order. They run in `Update`; order your own
@@ -79,7 +79,7 @@ pub struct NpcMemoryPlugin {
     saves: SaveSettings,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
-    local_models: [Option<crate::llm::LocalLlmBackend>; 2],
+    local_models: [Option<crate::backends::LocalLlmBackend>; 2],
 }
 
 impl Default for NpcMemoryPlugin {
@@ -257,8 +257,8 @@ impl Plugin for NpcMemoryPlugin {
 /// this is how the plugin learns, without a trait method every other backend would
 /// have to carry, which backends have a model to wait for.
 #[cfg(feature = "local-llm")]
-fn local_model_of<B: ChatBackend>(backend: &B) -> Option<crate::llm::LocalLlmBackend> {
+fn local_model_of<B: ChatBackend>(backend: &B) -> Option<crate::backends::LocalLlmBackend> {
     (backend as &dyn std::any::Any)
-        .downcast_ref::<crate::llm::LocalLlmBackend>()
+        .downcast_ref::<crate::backends::LocalLlmBackend>()
         .cloned()
 }

@@ -49,15 +49,15 @@ pub struct Persona {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_threshold: Option<usize>,
     /// This NPC's memory features, each overriding the plugin default when set.
-    #[serde(default, skip_serializing_if = "FeatureToggles::is_empty")]
-    pub features: FeatureToggles,
+    #[serde(default, skip_serializing_if = "PersonaFeatures::is_empty")]
+    pub features: PersonaFeatures,
 }
 
 /// Per-persona switches for the memory features beyond the seed. Each left unset
 /// keeps the plugin's setting.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct FeatureToggles {
+pub struct PersonaFeatures {
     /// Recall of raw old messages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recall: Option<bool>,
@@ -75,7 +75,7 @@ pub struct FeatureToggles {
     pub forgetting: Option<bool>,
 }
 
-impl FeatureToggles {
+impl PersonaFeatures {
     /// Whether no switch is set.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
@@ -121,7 +121,7 @@ impl Persona {
             summarizer_instruction: None,
             max_context_window: None,
             summary_threshold: None,
-            features: FeatureToggles::default(),
+            features: PersonaFeatures::default(),
         }
     }
 
@@ -144,7 +144,7 @@ impl Persona {
     }
 
     /// Switches this NPC's memory features, overriding the plugin's.
-    pub fn with_features(mut self, features: FeatureToggles) -> Self {
+    pub fn with_features(mut self, features: PersonaFeatures) -> Self {
         self.features = features;
         self
     }

@@ -13,7 +13,7 @@ pub struct NpcMemorySettings {
     /// Window, threshold and limits for NPCs whose persona does not set them.
     pub memory: MemoryConfig,
     /// Player lines that may wait while an NPC is still answering. One more gets a
-    /// [`ReplyError::Busy`](crate::ReplyError::Busy) failure.
+    /// [`ReplyError::Busy`](crate::prelude::ReplyError::Busy) failure.
     pub max_queued_lines: usize,
     /// Longest player line accepted, in characters.
     pub max_line_chars: usize,

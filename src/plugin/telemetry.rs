@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use bevy::prelude::*;
 use serde::Serialize;
 
-use crate::llm::{Purpose, TokenUsage};
+use crate::backends::{Purpose, TokenUsage};
 use crate::memory::{Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger};
 
 pub use crate::trace::TELEMETRY_TARGET;
@@ -117,7 +117,7 @@ pub struct Telemetry {
 /// than twice `max_bytes` on disk. A line is never split between the two files.
 ///
 /// ```no_run
-/// use bevy_npc_memory::{Telemetry, TraceFile};
+/// use bevy_npc_memory::debug::{Telemetry, TraceFile};
 ///
 /// // At most about 2 MiB in trace.jsonl plus 2 MiB in trace.jsonl.1.
 /// let telemetry = Telemetry::with_trace_file(TraceFile::new("trace.jsonl").with_max_bytes(2 << 20))?;

@@ -7,7 +7,7 @@ use bevy::diagnostic::{Diagnostic, DiagnosticPath, Diagnostics, RegisterDiagnost
 use bevy::prelude::*;
 use serde::Serialize;
 
-use crate::llm::{Purpose, TokenUsage};
+use crate::backends::{Purpose, TokenUsage};
 use crate::memory::NpcId;
 
 /// Latency samples kept per figure; percentiles describe the most recent ones.

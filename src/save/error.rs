@@ -3,7 +3,7 @@
 use crate::memory::{InvalidField, NpcId, shorten_to_chars};
 
 /// Why a save could not be read. Each names what was wrong; the path travels with it
-/// in [`MemoryLoadFailed`](crate::MemoryLoadFailed).
+/// in [`MemoryLoadFailed`](crate::prelude::MemoryLoadFailed).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LoadError {
     /// There is no such file (and no backup).
@@ -107,7 +107,7 @@ pub enum SaveError {
     /// The file system refused.
     #[error("the file could not be written: {0}")]
     Io(String),
-    /// The memory breaks a rule loading checks (see [`SaveGame::validate`]), so the
+    /// The memory breaks a rule loading checks (see [`SaveGame::validate`](crate::save::SaveGame::validate)), so the
     /// save could never be read back. Nothing was written.
     #[error("the memory would not load again, so it was not written: {0}")]
     WouldNotLoad(LoadError),

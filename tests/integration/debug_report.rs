@@ -1,8 +1,9 @@
 //! The debug panel's numbers, computed headless, match the plugin's state.
 
 use crate::support::{Harness, persona, seed_sized};
+use bevy_npc_memory::debug::NpcMemoryReport;
+use bevy_npc_memory::memory::{FactStatus, Role, SectionKind};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{NpcMemoryReport, Role, SectionKind};
 
 fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
     let world = h.app.world();
@@ -84,7 +85,7 @@ fn the_report_matches_the_plugin_after_a_scripted_conversation() {
 #[test]
 fn the_report_shows_requests_in_flight_and_the_queue() {
     let backend = ScriptedBackend::new();
-    backend.push(Purpose::Reply, bevy_npc_memory::ScriptStep::Hang);
+    backend.push(Purpose::Reply, bevy_npc_memory::backends::ScriptStep::Hang);
     let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
     h.spawn("echo7", persona("ECHO-7"));
     h.say("echo7", "first");

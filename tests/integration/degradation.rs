@@ -1,8 +1,9 @@
 //! Failing summaries degrade memory quality, never the reply path.
 
 use crate::support::{Harness, persona, seed_sized};
+use bevy_npc_memory::backends::{ChatRequest, ChatResponse};
+use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{ChatRequest, Degradation, Role};
 
 fn down() -> BackendError {
     BackendError::Connection {
@@ -131,8 +132,8 @@ impl ChatBackend for PanickyBackend {
     fn complete(
         &self,
         request: ChatRequest,
-        _progress: bevy_npc_memory::Progress,
-    ) -> bevy_npc_memory::BackendFuture {
+        _progress: bevy_npc_memory::backends::Progress,
+    ) -> bevy_npc_memory::backends::BackendFuture {
         if request.purpose() == Purpose::Summary {
             return Box::pin(async { panic!("summaries are broken") });
         }

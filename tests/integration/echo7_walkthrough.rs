@@ -2,8 +2,9 @@
 //! Alex, window 4, threshold 2, through the plugin in a headless app.
 
 use crate::support::{Harness, seed_sized};
+use bevy_npc_memory::backends::ChatRequest;
+use bevy_npc_memory::memory::{PromptMessage, SummaryStyle};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{ChatRequest, PromptMessage, SummaryStyle};
 
 const PERSONA: &str = "你是地堡安保与引导 AI（ECHO-7）。语气专业简洁；优先给出可执行的下一步建议；不要编造不存在的系统状态。";
 

@@ -4,8 +4,9 @@
 
 use crate::support::alloc::peak_allocation;
 use crate::support::{Harness, layered_scene, persona, seed_sized};
+use bevy_npc_memory::memory::{MemoryParts, NpcMemory};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{LoadError, MemoryParts, NpcMemory, SaveFormat, SaveGame};
+use bevy_npc_memory::save::{LoadError, SaveFormat, SaveGame};
 use serde_json::{Value, json};
 
 /// What the plugin does with a save file: parse and check it (on the IO thread),

@@ -10,10 +10,11 @@ use crate::support::fake_llm::{
     FakeLlm, FakeReply, Flood, completion, http_date, reply_request, stream_events,
 };
 use crate::support::{Harness, persona, read_trace, temp_dir};
-use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy, Role,
+use bevy_npc_memory::backends::{
+    ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy,
 };
+use bevy_npc_memory::memory::Role;
+use bevy_npc_memory::prelude::*;
 
 /// No allocation may come near a flood: a few times the largest limit.
 const ALLOCATION_BOUND: usize = 32 << 20;
@@ -149,7 +150,7 @@ impl Setup {
             .clone()
     }
 
-    fn reply_usage(&self) -> bevy_npc_memory::UsageStats {
+    fn reply_usage(&self) -> bevy_npc_memory::debug::UsageStats {
         let usage = self.h.app.world().resource::<LlmUsage>();
         usage
             .npc(&NpcId::new("echo7"), Purpose::Reply)

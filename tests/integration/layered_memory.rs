@@ -3,12 +3,13 @@
 //! quoting of hostile lines, and saves of all of it.
 
 use crate::support::{Harness, persona, seed_sized, temp_dir};
-use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    Degradation, FactChangeKind, FactSource, MemoryParts, RecallReason, SaveGame, SectionKind,
+use bevy_npc_memory::memory::{
+    Degradation, FactChangeKind, FactSource, FactStatus, MemoryParts, RecallReason, SectionKind,
 };
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::save::SaveGame;
 
-fn context(h: &Harness, npc: &str) -> bevy_npc_memory::ContextMemory {
+fn context(h: &Harness, npc: &str) -> bevy_npc_memory::memory::ContextMemory {
     h.app
         .world()
         .resource::<ContextMemoryManager>()
@@ -321,7 +322,10 @@ fn facts_segments_and_recall_state_survive_save_and_load() {
 fn a_version_one_save_migrates_and_keeps_every_layer() {
     let bytes = std::fs::read("tests/fixtures/savegame_v1.json").unwrap();
     let save = SaveGame::from_bytes(&bytes).expect("format 1 still loads");
-    assert_eq!(save.format_version, bevy_npc_memory::SAVE_FORMAT_VERSION);
+    assert_eq!(
+        save.format_version,
+        bevy_npc_memory::save::SAVE_FORMAT_VERSION
+    );
     let parts: &MemoryParts = &save.npcs[0].memory;
     assert_eq!(parts.log.len(), 4);
     assert_eq!(parts.covered_until, 2);

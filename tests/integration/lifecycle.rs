@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::support::{Harness, persona};
 use bevy::prelude::*;
-use bevy_npc_memory::ScriptStep;
+use bevy_npc_memory::backends::ScriptStep;
 use bevy_npc_memory::prelude::*;
 
 #[test]
@@ -299,7 +299,7 @@ fn usage_figures_reach_the_resource_and_bevy_diagnostics() {
         .world()
         .resource::<bevy::diagnostic::DiagnosticsStore>();
     let latency = store
-        .get(&bevy_npc_memory::diagnostics::REQUEST_LATENCY_MS)
+        .get(&bevy_npc_memory::debug::diagnostics::REQUEST_LATENCY_MS)
         .unwrap();
     assert!(
         latency.measurement().is_some(),

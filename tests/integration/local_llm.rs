@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, add_inbox, persona, read_trace, temp_dir};
-use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    ChatTemplateSource, DEFAULT_MODEL_PATH, MaxTokensPolicy, Progress, PromptMessage, Role,
+use bevy_npc_memory::backends::{
+    ChatTemplateSource, DEFAULT_MODEL_PATH, MaxTokensPolicy, Progress,
 };
+use bevy_npc_memory::memory::{PromptMessage, Role};
+use bevy_npc_memory::prelude::*;
 
 /// The model file, or `None` (with the reason printed) outside CI.
 fn model_path() -> Option<PathBuf> {

@@ -6,10 +6,9 @@ use std::path::Path;
 
 use crate::support::{Harness, persona, seed_sized, temp_dir};
 use bevy::app::AppExit;
+use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    Degradation, LoadError, Role, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path,
-};
+use bevy_npc_memory::save::{LoadError, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path};
 
 fn read_save(path: &Path) -> SaveGame {
     SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
@@ -769,7 +768,7 @@ fn lines_waiting_when_the_game_quits_are_answered_after_the_next_start() {
     let dir = temp_dir("queued-on-quit");
     let slot = dir.join("savegame.json");
     let busy = ScriptedBackend::new();
-    busy.push(Purpose::Reply, bevy_npc_memory::ScriptStep::Hang);
+    busy.push(Purpose::Reply, bevy_npc_memory::backends::ScriptStep::Hang);
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(busy)
@@ -842,7 +841,8 @@ fn restored_lines_are_held_to_the_rules_of_new_ones() {
     npc.queued = vec!["   ".into(), "x".repeat(10_000), "still fine".into()];
     fs::write(
         &path,
-        save.to_bytes(bevy_npc_memory::SaveFormat::Json).unwrap(),
+        save.to_bytes(bevy_npc_memory::save::SaveFormat::Json)
+            .unwrap(),
     )
     .unwrap();
 

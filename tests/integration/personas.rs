@@ -2,8 +2,9 @@
 
 use crate::support::Harness;
 use bevy::prelude::*;
+use bevy_npc_memory::PersonaError;
+use bevy_npc_memory::memory::SummaryStyle;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{PersonaError, SummaryStyle};
 
 #[test]
 fn both_echo7_personas_load_from_assets() {

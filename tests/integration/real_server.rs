@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, persona, read_trace};
+use bevy_npc_memory::backends::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
 
 /// The server's API root, or `None` (with the reason printed) outside CI.
 fn server_url() -> Option<String> {

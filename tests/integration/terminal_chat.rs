@@ -163,7 +163,7 @@ fn a_second_run_with_the_same_save_remembers_the_first() {
 
 #[test]
 fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
-    use bevy_npc_memory::{SaveGame, backup_path};
+    use bevy_npc_memory::save::{SaveGame, backup_path};
     let dir = crate::support::temp_dir("sigkill");
     let save = dir.join("savegame.json");
     for (round, delay_ms) in [120u64, 230, 340, 450, 560].into_iter().enumerate() {

@@ -10,12 +10,13 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::{Harness, persona};
-use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::{
-    AssembledPrompt, BackendFuture, ChatRequest, ChatResponse, MemoryParts, NpcMemory,
-    NpcMemoryReport, PersonaPrompt, Progress, RequestKind, SaveFormat, SaveGame, SectionKind,
-    SummaryStyle,
+use bevy_npc_memory::backends::{BackendFuture, ChatRequest, ChatResponse, Progress, RequestKind};
+use bevy_npc_memory::debug::NpcMemoryReport;
+use bevy_npc_memory::memory::{
+    AssembledPrompt, MemoryParts, NpcMemory, PersonaPrompt, SectionKind, SummaryStyle,
 };
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::save::{SaveFormat, SaveGame};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -230,7 +231,7 @@ fn core_round(lines: &[String], model: &[String]) -> Result<(), TestCaseError> {
         .collect();
     prop_assert_eq!(said, lines.iter().map(String::as_str).collect::<Vec<_>>());
     let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
-    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::NpcSave::new(
+    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::save::NpcSave::new(
         NpcId::new("echo7"),
         parts.clone(),
     ))]);

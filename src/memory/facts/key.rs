@@ -39,7 +39,7 @@ pub const MAX_KEY_LEN: usize = 48;
 /// The name of one fact, such as `player_name` or `promise:fix_radio`.
 ///
 /// A key is lowercase ASCII letters, digits and `_`, with at most one `:` that splits
-/// a category from a subkey, and at most [`MAX_KEY_LEN`] characters. The five
+/// a category from a subkey, and at most 48 characters. The five
 /// categories the summarizer may use have a fixed shape: `player_name` and
 /// `current_goal` hold one value and take no subkey; `constraint`, `preference` and
 /// `promise` hold one value per subkey and need one. Any other valid key is

@@ -27,8 +27,15 @@ mod tests;
 pub use config::{FactLimits, FactsConfig};
 pub use error::FactsError;
 pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
-pub use key::{FactCategory, FactKey, FactKeyError, MAX_KEY_LEN};
-pub use prompt::{facts_instruction, indexed_transcript};
-pub use render::{FACTS_CLOSE, FACTS_OPEN, RenderedFacts, facts_header};
-pub use store::{MAX_EVIDENCE, PinnedFacts};
-pub use update::{FactAction, FactUpdate, SummaryReply, parse_summary_reply};
+pub use key::{FactCategory, FactKey, FactKeyError};
+pub use store::PinnedFacts;
+
+pub(crate) use prompt::{facts_instruction, indexed_transcript};
+#[cfg(test)]
+use render::{FACTS_CLOSE, FACTS_OPEN, facts_header};
+pub(crate) use store::MAX_EVIDENCE;
+#[cfg(test)]
+use update::FactAction;
+#[cfg(test)]
+use update::SummaryReply;
+pub(crate) use update::{FactUpdate, parse_summary_reply};

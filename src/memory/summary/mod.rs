@@ -47,8 +47,8 @@ pub struct SummaryInput {
     pub npc_name: String,
     /// For a compaction, the segment texts to merge, oldest first; else empty.
     pub segments: Vec<Arc<str>>,
-    /// Whether the reply must be the JSON object with fact updates (see
-    /// [`parse_summary_reply`](crate::memory::parse_summary_reply)).
+    /// Whether the reply must be the JSON object with fact updates that the
+    /// request's instructions describe.
     pub wants_facts: bool,
     /// The log indices the summary covers; fact evidence must lie inside.
     pub covered: Range<LogIndex>,

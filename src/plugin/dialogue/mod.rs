@@ -17,7 +17,7 @@ use super::requests::{LineRules, NpcRequests, Offer, Readiness};
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
 use super::usage::LlmUsage;
-use crate::llm::{ChatRequest, RequestKind};
+use crate::backends::{ChatRequest, RequestKind};
 use crate::memory::{
     Degradation, FactKey, MemoryConfig, NpcId, PromptMessage, ReplyInput, SummaryJob,
     estimate_prompt_tokens,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Dialogue;
-use crate::llm::{BackendError, ChatResponse, Purpose};
+use crate::backends::{BackendError, ChatResponse, Purpose};
 use crate::memory::{NpcId, SummaryJobId, SummaryOutcome, estimate_tokens};
 use crate::plugin::bridge::{Finished, TaskEvent};
 use crate::plugin::messages::{NpcReplied, NpcReplyDelta, NpcReplyFailed, ReplyError};

@@ -433,8 +433,9 @@ pub fn stream_events(pieces: &[&str], finish: bool) -> Vec<String> {
 }
 
 /// A reply request as the plugin would send it, for calling a backend directly.
-pub fn reply_request(system: &str, line: &str) -> bevy_npc_memory::ChatRequest {
-    use bevy_npc_memory::{ChatRequest, NpcId, PromptMessage, ReplyInput, RequestKind, Role};
+pub fn reply_request(system: &str, line: &str) -> bevy_npc_memory::backends::ChatRequest {
+    use bevy_npc_memory::backends::{ChatRequest, RequestKind};
+    use bevy_npc_memory::memory::{NpcId, PromptMessage, ReplyInput, Role};
     ChatRequest {
         npc: NpcId::new("echo7"),
         kind: RequestKind::Reply(ReplyInput {

@@ -7,7 +7,7 @@ pub mod fake_llm;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
-use bevy_npc_memory::PromptMessage;
+use bevy_npc_memory::memory::PromptMessage;
 use bevy_npc_memory::prelude::*;
 
 /// Messages of one type the plugin wrote, kept for assertions.
@@ -143,7 +143,7 @@ impl Harness {
             .resource::<ContextMemoryManager>()
             .get(&npc)
             .expect("context");
-        bevy_npc_memory::preview_prompt(log, window, context).messages
+        bevy_npc_memory::memory::preview_prompt(log, window, context).messages
     }
 
     /// Every streamed delta so far, joined: what a typewriter UI showed.

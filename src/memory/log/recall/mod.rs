@@ -15,7 +15,7 @@
 //!
 //! ```
 //! # use std::sync::Arc;
-//! # use bevy_npc_memory::{ChatMessage, RecallConfig, RecallIndex, RecallQuery, Role};
+//! # use bevy_npc_memory::memory::{ChatMessage, RecallConfig, RecallIndex, RecallQuery, Role};
 //! let log: Vec<ChatMessage> = ["My sister is in the northern shelter.", "I will remember."]
 //!     .iter()
 //!     .enumerate()
@@ -49,7 +49,7 @@ mod tests;
 
 pub use config::RecallConfig;
 pub use index::RecallIndex;
-pub use query::{RecallHit, RecallQuery, RecallReason, sort_chronologically};
+pub use query::{RecallHit, RecallQuery, RecallReason};
 pub use state::RecallState;
 
 /// Reserves room for `additional` more items, growing by an eighth rather than

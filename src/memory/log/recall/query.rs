@@ -81,11 +81,6 @@ pub enum RecallReason {
     },
 }
 
-/// Puts hits in log order, the order a prompt presents them in.
-pub fn sort_chronologically(hits: &mut [RecallHit]) {
-    hits.sort_by_key(|hit| hit.index);
-}
-
 /// A query term found in the index.
 struct QueryTerm {
     id: TermId,
@@ -108,8 +103,8 @@ impl RecallIndex {
     /// timestamps and neighbours. Messages in `query.exclude`, the new line itself,
     /// system messages and forgotten messages are never returned. At most
     /// [`RecallConfig::max_messages`] hits come back, neighbours included, ordered
-    /// by score and then by index, so equal scores always come out the same way;
-    /// [`sort_chronologically`] puts them in prompt order. Each returned message's
+    /// by score and then by index, so equal scores always come out the same way.
+    /// Each returned message's
     /// [`access_count`](Self::access_count) goes up by one.
     ///
     /// Returns nothing when recall is disabled or nothing matches.

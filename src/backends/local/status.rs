@@ -4,7 +4,7 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::llm::Purpose;
+use crate::backends::Purpose;
 
 /// Where the prompt format came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub enum ModelStatus {
         context_size: u32,
     },
     /// It could not be loaded. Every request fails with
-    /// [`BackendError::ModelUnavailable`](crate::BackendError::ModelUnavailable).
+    /// [`BackendError::ModelUnavailable`](crate::backends::BackendError::ModelUnavailable).
     Failed {
         /// Why, naming the file.
         reason: String,

@@ -1,4 +1,13 @@
 //! Backends: the [`ChatBackend`] trait and the backends that ship with the crate.
+//!
+//! - [`OfflineBackend`]: no model; replies say so, summaries are extractive. The
+//!   default, so examples and tests run anywhere.
+//! - [`ScriptedBackend`]: queued replies, failures, delays and hangs, for tests.
+//! - `OpenAiBackend` (feature `http`): any OpenAI-compatible server.
+//! - `LocalLlmBackend` (feature `local-llm`): a GGUF model run in-process.
+//!
+//! Implement [`ChatBackend`] for anything else: return a future that does the work,
+//! stream pieces through [`Progress`], and fail with a [`BackendError`].
 
 mod backend;
 #[cfg(feature = "local-llm")]
@@ -9,9 +18,10 @@ mod offline_facts;
 mod openai;
 mod scripted;
 
+pub use crate::memory::SummaryInput;
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    RequestKind, ResponsePart, TokenUsage, stream_words,
+    ReplyInput, RequestKind, ResponsePart, TokenUsage, stream_words,
 };
 #[cfg(feature = "local-llm")]
 pub use local::{

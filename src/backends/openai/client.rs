@@ -14,7 +14,7 @@ use super::retry_after;
 use super::sse::SseReader;
 use super::think::{ThinkFilter, strip_think};
 use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions};
-use crate::llm::{
+use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ResponsePart, TokenUsage,
 };

@@ -318,8 +318,8 @@ mod tests {
         use llama_cpp_2::model::params::LlamaModelParams;
 
         use super::*;
-        use crate::llm::local::DEFAULT_MODEL_PATH;
-        use crate::llm::local::worker::{llama, render};
+        use crate::backends::local::DEFAULT_MODEL_PATH;
+        use crate::backends::local::worker::{llama, render};
         use crate::memory::{PromptMessage, Role};
 
         fn model() -> Option<LlamaModel> {

@@ -32,7 +32,7 @@ pub enum MaxTokensPolicy {
     /// warning is logged, as OpenAI-compatible servers do.
     #[default]
     Keep,
-    /// Fail with [`BackendError::MaxTokens`](crate::BackendError::MaxTokens), so a
+    /// Fail with [`BackendError::MaxTokens`](crate::backends::BackendError::MaxTokens), so a
     /// cut-off sentence never reaches memory.
     Fail,
 }
@@ -40,7 +40,7 @@ pub enum MaxTokensPolicy {
 /// Settings of a [`LocalLlmBackend`](super::LocalLlmBackend).
 ///
 /// ```
-/// use bevy_npc_memory::LocalLlmConfig;
+/// use bevy_npc_memory::backends::LocalLlmConfig;
 ///
 /// let config = LocalLlmConfig::new("assets/models/my-model.gguf")
 ///     .with_context_size(4096)

@@ -98,7 +98,7 @@ impl RetryPolicy {
 /// model that legitimately sends more, such as one streaming very long reasoning.
 ///
 /// ```
-/// use bevy_npc_memory::{OpenAiConfig, ResponseLimits};
+/// use bevy_npc_memory::backends::{OpenAiConfig, ResponseLimits};
 ///
 /// let config = OpenAiConfig::deepseek().with_limits(ResponseLimits {
 ///     stream_total: 32 << 20,
@@ -107,7 +107,7 @@ impl RetryPolicy {
 /// assert_eq!(config.limits.stream_event, 1 << 20);
 /// ```
 ///
-/// [`BackendError::ResponseTooLarge`]: crate::BackendError::ResponseTooLarge
+/// [`BackendError::ResponseTooLarge`]: crate::backends::BackendError::ResponseTooLarge
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResponseLimits {
     /// The body of an error status (4xx, 5xx). Only its first few hundred
@@ -137,7 +137,7 @@ impl Default for ResponseLimits {
 /// Settings of an [`OpenAiBackend`](super::OpenAiBackend). Start from a preset.
 ///
 /// ```
-/// use bevy_npc_memory::OpenAiConfig;
+/// use bevy_npc_memory::backends::OpenAiConfig;
 ///
 /// let config = OpenAiConfig::deepseek().with_summary_model("deepseek-chat");
 /// assert_eq!(config.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));

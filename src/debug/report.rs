@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::llm::Purpose;
+use crate::backends::Purpose;
 use crate::memory::{
     ContextMemory, FactSource, FactStatus, LogIndex, MemoryConfig, NpcId, RecallReason, Role,
     SectionKind, SegmentPriority, SummaryTrigger, estimate_tokens,

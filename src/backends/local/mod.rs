@@ -25,7 +25,7 @@ pub use config::{DEFAULT_MODEL_PATH, LocalLlmConfig, MaxTokensPolicy, SummaryFor
 pub use status::{ChatTemplateSource, GenerationStats, ModelStatus};
 pub use tokenizer::SpecialToken;
 
-use crate::llm::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
+use crate::backends::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
 use crate::memory::PromptMessage;
 use status::Shared;
 use worker::{Job, Work};

@@ -19,7 +19,7 @@ use crate::plugin::{
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
 /// # let mut app = App::new();
-/// app.add_plugins(bevy_npc_memory::NpcMemoryDebugPlugin::default()); // F1 toggles it
+/// app.add_plugins(bevy_npc_memory::debug::NpcMemoryDebugPlugin::default()); // F1 toggles it
 /// ```
 ///
 /// It adds `EguiPlugin` unless the game already has (add yours first).

@@ -1,5 +1,5 @@
-//! The memory debug panel: a report per NPC (always available, engine data only)
-//! and, with the `debug-ui` feature, an egui window that shows it live.
+//! Seeing memory work: a report per NPC (always available, engine data only), the
+//! egui panel that shows it live (feature `debug-ui`), telemetry, and usage figures.
 
 #[cfg(feature = "debug-ui")]
 mod layered;
@@ -7,6 +7,9 @@ mod layered;
 mod panel;
 mod report;
 
+pub use crate::plugin::{
+    LlmUsage, TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile, UsageStats, diagnostics,
+};
 #[cfg(feature = "debug-ui")]
 pub use panel::{NpcMemoryDebugPlugin, NpcMemoryDebugState};
 pub use report::{

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::TokenUsage;
+use crate::backends::TokenUsage;
 use crate::memory::PromptMessage;
 
 #[derive(Serialize)]

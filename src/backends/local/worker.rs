@@ -27,7 +27,7 @@ use super::segments::{Segment, Sentinels, chatml, content_of};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
 use super::template::{Prompt, StopScanner, Utf8Buffer, compact_questions, compose_compact};
 use super::tokenizer::{PromptTokenizer, SpecialToken};
-use crate::llm::{
+use crate::backends::{
     BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
 };
 use crate::memory::{PromptMessage, Role};
