@@ -14,7 +14,7 @@
 //!    in-process when the `local-llm` feature is on;
 //! 5. otherwise the offline backend runs and a banner says so.
 //!
-//! A label in the corner names the backend in use. `--autoplay` plays the seed's walk-through
+//! A label in the corner names the backend in use. `--autoplay` plays the ECHO-7 walk-through
 //! through the offline backend with the debug panel open; with `--screenshot` it
 //! saves a screenshot once the conversation is done, then exits.
 
@@ -512,10 +512,7 @@ fn chat_panel(
                 );
                 let enter = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
                 if (ui.button("Send").clicked() || enter) && !chat.input.trim().is_empty() {
-                    talk.write(TalkToNpc {
-                        npc: npc.clone(),
-                        text: std::mem::take(&mut chat.input),
-                    });
+                    talk.write(TalkToNpc::new(npc.clone(), std::mem::take(&mut chat.input)));
                     field.request_focus();
                 }
             });
@@ -552,7 +549,7 @@ fn autoplay(
     }
     if let Some((npc, line)) = script.lines.pop_front() {
         chat.talking_to = npc.clone();
-        talk.write(TalkToNpc { npc, text: line });
+        talk.write(TalkToNpc::new(npc, line));
         script.idle_frames = 0;
         return;
     }

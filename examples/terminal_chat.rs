@@ -325,7 +325,7 @@ fn print_model_status(
 #[cfg(not(feature = "local-llm"))]
 fn print_model_status() {}
 
-/// The seed's walk-through, in English, for `--backend scripted`.
+/// The ECHO-7 walk-through, in English, for `--backend scripted`.
 fn seed_script() -> ScriptedBackend {
     let backend = ScriptedBackend::new();
     backend

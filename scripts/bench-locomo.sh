@@ -8,8 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="${1:-../shared/bench/locomo/locomo_dev.json}"
-cargo build --release --example memory_bench
-bench() { ./target/release/examples/memory_bench --data "$DATA" --json "$@"; }
+# The bench crate links the library without Bevy's renderer: minutes, not half an hour.
+cargo build --release -p bevy_npc_memory_bench --bin memory_bench
+BIN="${CARGO_TARGET_DIR:-target}/release/memory_bench"
+bench() { "$BIN" --data "$DATA" --json "$@"; }
 
 # Prints a JSON list of one memory_bench run per argument line read from stdin.
 runs() {

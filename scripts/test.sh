@@ -19,4 +19,4 @@ bash scripts/llama-server.sh start
 LLAMA_SERVER_URL="$(bash scripts/llama-server.sh url)"
 export LLAMA_SERVER_URL
 
-cargo test --all-features "$@"
+cargo test --workspace --all-features "$@"

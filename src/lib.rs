@@ -1,7 +1,7 @@
 //! LLM-driven NPC dialogue with layered memory, for Bevy.
 //!
 //! Add one plugin, spawn an NPC with a persona, and talk to it. Each NPC keeps
-//! three layers of memory, as in the design this crate follows:
+//! three layers of memory:
 //!
 //! | layer | type | resource | what it is |
 //! |---|---|---|---|
@@ -63,7 +63,7 @@
 //! [`TELEMETRY_TARGET`](crate::debug::TELEMETRY_TARGET), and [`NpcMemoryPlugin::with_trace_file`] writes them as
 //! JSON lines.
 //!
-//! **5. Keep what matters.** The seed's single rolling summary loses detail. Switch
+//! **5. Keep what matters.** A single rolling summary loses detail. Switch
 //! on [`MemoryFeatures`](crate::memory::MemoryFeatures) to add recall of raw old messages, pinned facts,
 //! segmented summaries and a token budget; each part also works alone, and
 //! personas can switch them per NPC:
@@ -76,11 +76,11 @@
 //! );
 //! // Quest state is the game's word; the model's summaries cannot override it.
 //! fn on_quest_started(mut facts: MessageWriter<SetPinnedFact>) {
-//!     facts.write(SetPinnedFact {
-//!         npc: NpcId::new("echo7"),
-//!         key: FactKey::CURRENT_GOAL,
-//!         value: "restore power to the north wing".into(),
-//!     });
+//!     facts.write(SetPinnedFact::new(
+//!         "echo7",
+//!         FactKey::CURRENT_GOAL,
+//!         "restore power to the north wing",
+//!     ));
 //! }
 //! ```
 //!
@@ -111,6 +111,9 @@
 //! The core is plain Rust: [`NpcMemory`](crate::memory::NpcMemory) holds the three layers and [`LayersMut`](crate::memory::LayersMut)
 //! changes them, for tools, benchmarks, or other engines.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs`, so feature-gated items carry a badge naming
+// the feature they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod backends;
 pub mod debug;
@@ -135,6 +138,8 @@ pub mod prelude {
     };
     #[cfg(feature = "local-llm")]
     pub use crate::backends::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
+    #[cfg(feature = "debug-ui")]
+    pub use crate::debug::NpcMemoryDebugPlugin;
     pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role};
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ContextMemoryManager, ImportUnitySave, LlmUsage, LoadMemory,
@@ -147,3 +152,8 @@ pub mod prelude {
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
 }
+
+// The README's Rust examples are compiled with the tests (they use every feature).
+#[cfg(all(doctest, feature = "http", feature = "debug-ui", feature = "local-llm"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

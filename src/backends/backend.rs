@@ -118,6 +118,7 @@ pub struct TokenUsage {
 
 /// Why a request failed. Messages never contain an API key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackendError {
     /// No answer in time.
     #[error("{backend} did not answer within {after:?}")]

@@ -164,14 +164,14 @@ impl ChatBackend for ScriptedBackend {
         Box::pin(async move {
             match step {
                 Some(ScriptStep::Reply { text, delay }) => {
-                    tokio::time::sleep(delay).await;
+                    wait(delay).await;
                     if purpose == Purpose::Reply {
                         stream_words(&text, &progress);
                     }
                     Ok(ChatResponse::text(text))
                 }
                 Some(ScriptStep::Fail { error, delay }) => {
-                    tokio::time::sleep(delay).await;
+                    wait(delay).await;
                     Err(error)
                 }
                 Some(ScriptStep::Hang) => std::future::pending().await,
@@ -181,5 +181,12 @@ impl ChatBackend for ScriptedBackend {
                 ))),
             }
         })
+    }
+}
+
+/// Waits `delay` on any executor; no timer at all for the common zero delay.
+async fn wait(delay: Duration) {
+    if !delay.is_zero() {
+        async_io::Timer::after(delay).await;
     }
 }

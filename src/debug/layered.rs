@@ -1,4 +1,4 @@
-//! The panel's sections for memory beyond the seed: pinned facts, summary segments,
+//! The panel's sections for memory beyond basic mode: pinned facts, summary segments,
 //! and how the last reply prompt was built, with what was recalled and why.
 
 use bevy_egui::egui;
@@ -43,7 +43,7 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport) {
     let title = match report.prompt_tokens {
         Some((tokens, Some(budget))) => format!("Last prompt: ~{tokens} of {budget} tokens"),
         Some((tokens, None)) => format!("Last prompt: ~{tokens} tokens, no budget"),
-        None => "Last prompt: the seed's window and summary".to_owned(),
+        None => "Last prompt: basic mode's window and summary".to_owned(),
     };
     egui::CollapsingHeader::new(title)
         .default_open(true)

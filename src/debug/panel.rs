@@ -310,23 +310,23 @@ fn draw_actions(
     let npc = report.npc.clone();
     ui.horizontal(|ui| {
         if ui.button("Summarize now").clicked() {
-            actions.summarize.write(SummarizeNow { npc: npc.clone() });
+            actions.summarize.write(SummarizeNow::new(npc.clone()));
         }
         if ui.button("Clear memory").clicked() {
-            actions.clear.write(ClearNpcMemory { npc: npc.clone() });
+            actions.clear.write(ClearNpcMemory::new(npc.clone()));
         }
     });
     ui.horizontal(|ui| {
         ui.text_edit_singleline(&mut state.path);
         if ui.button("Save").clicked() {
-            actions.save.write(SaveMemory {
-                path: PathBuf::from(&state.path),
-            });
+            actions
+                .save
+                .write(SaveMemory::new(PathBuf::from(&state.path)));
         }
         if ui.button("Load").clicked() {
-            actions.load.write(LoadMemory {
-                path: PathBuf::from(&state.path),
-            });
+            actions
+                .load
+                .write(LoadMemory::new(PathBuf::from(&state.path)));
         }
     });
     ui.horizontal(|ui| {
@@ -350,7 +350,7 @@ fn draw_actions(
             config.features.segments.enabled = state.segments_edit;
             actions
                 .reconfigure
-                .write(ReconfigureNpcMemory { npc, config });
+                .write(ReconfigureNpcMemory::new(npc, config));
         }
     });
 }

@@ -140,7 +140,7 @@ pub struct NpcMemoryReport {
     pub facts: Vec<FactRow>,
     /// Summary segments, oldest first.
     pub segments: Vec<SegmentRow>,
-    /// The sections of the last reply prompt (empty with the seed's design).
+    /// The sections of the last reply prompt (empty in basic mode).
     pub prompt_sections: Vec<SectionRow>,
     /// Estimated tokens of the last reply prompt and its budget, if assembled.
     pub prompt_tokens: Option<(usize, Option<usize>)>,

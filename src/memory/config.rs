@@ -23,7 +23,7 @@ pub struct MemoryConfig {
     pub hard_cap: Option<usize>,
     /// Longest summary accepted, in characters. Longer replies are rejected as malformed.
     pub max_summary_chars: usize,
-    /// What this memory adds to the seed's design. All off by default.
+    /// What this memory adds to basic mode. All off by default.
     pub features: MemoryFeatures,
 }
 
@@ -39,7 +39,7 @@ impl Default for MemoryConfig {
     }
 }
 
-/// The parts of memory beyond the seed's window and rolling summary. Each can be
+/// The parts of memory beyond basic mode's window and rolling summary. Each can be
 /// switched on alone; [`MemoryFeatures::layered`] switches on all of them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -70,7 +70,7 @@ impl MemoryFeatures {
     }
 
     /// Whether any feature changes how prompts are built. When none does, prompts
-    /// are exactly the seed's: the persona, the labelled summary, the window.
+    /// are exactly the original design's: the persona, the labelled summary, the window.
     pub fn any(&self) -> bool {
         self.recall.enabled
             || self.facts.enabled

@@ -215,7 +215,7 @@ impl ContextMemory {
         &self.degradations
     }
 
-    /// The features beyond the seed that are switched on.
+    /// The features beyond basic mode that are switched on.
     pub fn features(&self) -> &MemoryFeatures {
         &self.features
     }

@@ -1,5 +1,5 @@
 //! Forgetting for very long games: old, unimportant and unused memories are first
-//! compressed, then dropped, the way seed 002's weekly sweep does it (by age,
+//! compressed, then dropped, the way a weekly memory sweep does it (by age,
 //! access count and importance).
 //!
 //! Only what is *sent* is forgotten: summary segments leave the prompt and old

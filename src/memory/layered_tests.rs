@@ -1,5 +1,5 @@
-//! The features beyond the seed, in the core: segments and their compaction under a
-//! budget, forgetting, and the seed's prompt staying exact when everything is off.
+//! The features beyond basic mode, in the core: segments and their compaction under a
+//! budget, forgetting, and basic mode's prompt staying exact when everything is off.
 
 use super::*;
 use crate::backends::OfflineBackend;

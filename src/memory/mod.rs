@@ -4,7 +4,7 @@
 //! - [`RollingWindow`] is L1, the recent messages sent with each request.
 //! - [`ContextMemory`] is L3, the summary folded into the system prompt.
 //!
-//! Beyond the seed, each switched on in [`MemoryFeatures`]: recall of raw old
+//! Beyond basic mode, each switched on in [`MemoryFeatures`]: recall of raw old
 //! messages from L2, pinned facts, segmented summaries, a prompt budget, and
 //! forgetting. One function assembles every reply prompt from these sections.
 //!

@@ -24,7 +24,7 @@ pub enum PromptLanguage {
     /// English wording.
     #[default]
     English,
-    /// Chinese wording, as in the seed.
+    /// Chinese wording, as in the original ECHO-7 game.
     Chinese,
 }
 
@@ -75,7 +75,7 @@ impl SummaryStyle {
         }
     }
 
-    /// Chinese wording, taken from the seed.
+    /// Chinese wording, as in the original ECHO-7 game.
     pub fn chinese() -> Self {
         Self {
             label: "[前情提要]: ".into(),

@@ -1,7 +1,7 @@
 //! Segmented summaries: each summary covers its own range and is kept, not merged
 //! into one blob.
 //!
-//! A single rolling summary (the seed's design) rewrites everything on every fold,
+//! A single rolling summary (basic mode) rewrites everything on every fold,
 //! so early names, constraints and promises are diluted a little more each time.
 //! Segments are written once and left alone. Only when their total outgrows the
 //! prompt budget are the oldest ones compacted, a few at a time, into one segment
@@ -59,7 +59,7 @@ impl SummarySegment {
 #[serde(default)]
 pub struct SegmentConfig {
     /// Keep one segment per summary instead of one rolling summary. Off by default:
-    /// the seed folds everything into one summary.
+    /// basic mode folds everything into one summary.
     pub enabled: bool,
     /// Compact when the segments' estimated tokens exceed this. `None` uses the
     /// summaries' share of the prompt budget, and never compacts without a budget.

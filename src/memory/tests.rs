@@ -1,4 +1,4 @@
-//! Pipeline tests: the seed's walk-through in the core, and the invariants under any
+//! Pipeline tests: the ECHO-7 walk-through in the core, and the invariants under any
 //! interleaving of messages, summary results and delays.
 
 use std::collections::BTreeSet;

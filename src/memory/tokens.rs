@@ -2,7 +2,7 @@
 //!
 //! Byte-pair tokenizers spend about one token per CJK character but only about one
 //! per four characters of English. Counting bytes or words alone is off by 3-4× on
-//! CJK text, which would wreck any budget in the seed's own (Chinese) scene. The
+//! CJK text, which would wreck any budget in the Chinese ECHO-7 scene. The
 //! provider's reported usage stays the truth; this estimate feeds telemetry and
 //! budgets before a request is sent.
 

@@ -1,18 +1,19 @@
-//! The async task bridge: backend requests run on a tokio runtime, results come back
-//! over a channel that a system drains. Nothing here blocks the frame.
+//! The async task bridge: backend requests run on Bevy's IO task pool (or on the
+//! game's tokio runtime, when it gives one), and results come back over a channel
+//! that a system drains. Nothing here blocks the frame.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use async_lock::Semaphore;
+use bevy::platform::time::Instant;
 use bevy::prelude::*;
-use tokio::runtime::{Handle, Runtime};
-use tokio::sync::Semaphore;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::task::AbortHandle;
+use bevy::tasks::{IoTaskPool, Task, futures_lite::future};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
@@ -23,16 +24,41 @@ use crate::memory::{NpcId, shorten_to_chars};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TaskId(u64);
 
-/// A request in flight.
+/// A request in flight. Dropping it cancels the request, which is how requests
+/// still running when the app closes are abandoned rather than waited for.
 #[derive(Debug)]
 pub(crate) struct Ticket {
     pub(crate) id: TaskId,
-    abort: AbortHandle,
+    _running: Running,
+}
+
+#[derive(Debug)]
+#[allow(
+    dead_code,
+    reason = "each handle is held only so that dropping it cancels"
+)]
+enum Running {
+    /// Bevy's tasks stop when their handle is dropped.
+    Pool(Task<()>),
+    #[cfg(feature = "http")]
+    Tokio(AbortOnDrop),
+}
+
+/// A task on the game's tokio runtime, aborted when its ticket goes.
+#[cfg(feature = "http")]
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+#[cfg(feature = "http")]
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Ticket {
     pub(crate) fn cancel(self) {
-        self.abort.abort();
+        drop(self);
     }
 }
 
@@ -55,18 +81,13 @@ pub(crate) struct Finished {
     pub(crate) retries: u32,
 }
 
-enum RuntimeSource {
-    Owned(Option<Runtime>),
-    Borrowed,
-}
-
-/// The runtime, the backends and the result channel.
+/// The backends, where their requests run, and the result channel.
 #[derive(Resource)]
 pub(crate) struct LlmBridge {
-    source: RuntimeSource,
-    handle: Handle,
-    sender: UnboundedSender<TaskEvent>,
-    receiver: UnboundedReceiver<TaskEvent>,
+    #[cfg(feature = "http")]
+    runtime: Option<tokio::runtime::Handle>,
+    sender: Sender<TaskEvent>,
+    receiver: Receiver<TaskEvent>,
     reply_backend: Arc<dyn ChatBackend>,
     summary_backend: Arc<dyn ChatBackend>,
     timeout: Duration,
@@ -76,31 +97,16 @@ pub(crate) struct LlmBridge {
 
 impl LlmBridge {
     pub(crate) fn new(
-        handle: Option<Handle>,
+        #[cfg(feature = "http")] runtime: Option<tokio::runtime::Handle>,
         reply_backend: Arc<dyn ChatBackend>,
         summary_backend: Arc<dyn ChatBackend>,
         timeout: Duration,
         max_concurrent_requests: usize,
     ) -> Self {
-        let (source, handle) = match handle {
-            Some(handle) => (RuntimeSource::Borrowed, handle),
-            None => {
-                // One worker is plenty: the tasks wait on I/O. Heavy local inference
-                // gets its own thread inside its backend.
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("npc-memory-llm")
-                    .enable_all()
-                    .build()
-                    .expect("the npc-memory tokio runtime could not start");
-                let handle = runtime.handle().clone();
-                (RuntimeSource::Owned(Some(runtime)), handle)
-            }
-        };
-        let (sender, receiver) = unbounded_channel();
+        let (sender, receiver) = unbounded();
         Self {
-            source,
-            handle,
+            #[cfg(feature = "http")]
+            runtime,
             sender,
             receiver,
             reply_backend,
@@ -122,8 +128,8 @@ impl LlmBridge {
         }
     }
 
-    /// Starts a request on the runtime and returns at once. The request waits for
-    /// a slot under the global concurrency cap before its timeout starts.
+    /// Starts a request and returns at once. The request waits for a slot under the
+    /// global concurrency cap before its timeout starts.
     pub(crate) fn spawn(&mut self, request: ChatRequest) -> Ticket {
         let task = TaskId(self.next_task);
         self.next_task += 1;
@@ -147,18 +153,18 @@ impl LlmBridge {
         let timeout = self.timeout;
         let sender = self.sender.clone();
         let slots = self.slots.clone();
-        let join = self.handle.spawn(async move {
-            // The semaphore is never closed, so acquiring only waits.
-            let _slot = slots.acquire_owned().await;
+        let work = async move {
+            let _slot = slots.acquire_arc().await;
             let started = Instant::now();
             let call = CatchPanic::call(&*backend, request, progress.clone());
-            let result = match tokio::time::timeout(timeout, call).await {
-                Ok(result) => result,
-                Err(_) => Err(BackendError::Timeout {
+            let timed_out = async {
+                async_io::Timer::after(timeout).await;
+                Err(BackendError::Timeout {
                     backend: backend.name().to_owned(),
                     after: timeout,
-                }),
+                })
             };
+            let result = future::or(call, timed_out).await;
             // The receiver only goes away with the app; nothing is left to tell then.
             let _ = sender.send(TaskEvent::Done(Finished {
                 npc,
@@ -167,10 +173,18 @@ impl LlmBridge {
                 latency: started.elapsed(),
                 retries: progress.retries(),
             }));
-        });
+        };
+        #[cfg(feature = "http")]
+        if let Some(runtime) = &self.runtime {
+            let join = runtime.spawn(work);
+            return Ticket {
+                id: task,
+                _running: Running::Tokio(AbortOnDrop(join.abort_handle())),
+            };
+        }
         Ticket {
             id: task,
-            abort: join.abort_handle(),
+            _running: Running::Pool(IoTaskPool::get().spawn(work)),
         }
     }
 
@@ -179,19 +193,6 @@ impl LlmBridge {
         self.receiver.try_recv().ok()
     }
 }
-
-impl Drop for LlmBridge {
-    fn drop(&mut self) {
-        if let RuntimeSource::Owned(runtime) = &mut self.source
-            && let Some(runtime) = runtime.take()
-        {
-            // Requests still in flight are abandoned rather than waited for, so
-            // closing the game never hangs on a slow server.
-            runtime.shutdown_background();
-        }
-    }
-}
-
 /// A backend call whose panics become [`BackendError::Panicked`]. Without it, a
 /// panic would end the task before it reports, and the NPC would wait for that
 /// reply for the rest of the session.

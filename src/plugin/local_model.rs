@@ -9,6 +9,7 @@ use crate::backends::{LocalLlmBackend, ModelStatus};
 
 /// A local model finished loading and answers now.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct LocalModelLoaded {
     /// The backend's name, e.g. `"local:SmolLM2-135M-Instruct.Q4_1"`.
     pub backend: String,
@@ -23,6 +24,7 @@ pub struct LocalModelLoaded {
 /// [`BackendError::ModelUnavailable`](crate::backends::BackendError::ModelUnavailable); the
 /// game keeps running.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct LocalModelFailed {
     /// The backend's name.
     pub backend: String,

@@ -17,6 +17,7 @@ use crate::memory::{
 /// still answering an earlier line, new lines queue (see
 /// [`NpcMemorySettings::max_queued_lines`](crate::NpcMemorySettings::max_queued_lines)).
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TalkToNpc {
     /// Who is spoken to.
     pub npc: NpcId,
@@ -37,16 +38,32 @@ impl TalkToNpc {
 /// Forget everything an NPC remembers (the persona stays). Requests in flight are
 /// cancelled and queued lines fail with [`ReplyError::Cancelled`].
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ClearNpcMemory {
     /// Whose memory.
     pub npc: NpcId,
 }
 
+impl ClearNpcMemory {
+    /// Forget what `npc` remembers.
+    pub fn new(npc: impl Into<NpcId>) -> Self {
+        Self { npc: npc.into() }
+    }
+}
+
 /// Summarize an NPC's uncovered messages now, whatever the threshold says.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SummarizeNow {
     /// Whose memory.
     pub npc: NpcId,
+}
+
+impl SummarizeNow {
+    /// Summarize `npc`'s uncovered messages now.
+    pub fn new(npc: impl Into<NpcId>) -> Self {
+        Self { npc: npc.into() }
+    }
 }
 
 /// Changes one NPC's window, threshold and limits while the game runs, e.g. from a
@@ -54,6 +71,7 @@ pub struct SummarizeNow {
 /// summary covers them; a lower threshold may start a summary right away. A persona
 /// that sets its own sizes applies them again when it is edited or respawned.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReconfigureNpcMemory {
     /// Whose memory.
     pub npc: NpcId,
@@ -61,9 +79,20 @@ pub struct ReconfigureNpcMemory {
     pub config: MemoryConfig,
 }
 
+impl ReconfigureNpcMemory {
+    /// Give `npc` the sizes in `config`.
+    pub fn new(npc: impl Into<NpcId>, config: MemoryConfig) -> Self {
+        Self {
+            npc: npc.into(),
+            config,
+        }
+    }
+}
+
 /// Sets a pinned fact as the game's word, for example from quest state. The model's
 /// summaries cannot override it; the previous value is kept as outdated.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SetPinnedFact {
     /// Whose memory.
     pub npc: NpcId,
@@ -73,8 +102,20 @@ pub struct SetPinnedFact {
     pub value: String,
 }
 
+impl SetPinnedFact {
+    /// Set `npc`'s fact `key` to `value`.
+    pub fn new(npc: impl Into<NpcId>, key: FactKey, value: impl Into<String>) -> Self {
+        Self {
+            npc: npc.into(),
+            key,
+            value: value.into(),
+        }
+    }
+}
+
 /// Removes a pinned fact; it stays in the fact's history as outdated.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RemovePinnedFact {
     /// Whose memory.
     pub npc: NpcId,
@@ -82,8 +123,19 @@ pub struct RemovePinnedFact {
     pub key: FactKey,
 }
 
+impl RemovePinnedFact {
+    /// Retire `npc`'s fact `key`.
+    pub fn new(npc: impl Into<NpcId>, key: FactKey) -> Self {
+        Self {
+            npc: npc.into(),
+            key,
+        }
+    }
+}
+
 /// An NPC answered. The reply is already in its log and window.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NpcReplied {
     /// Who answered.
     pub npc: NpcId,
@@ -96,6 +148,7 @@ pub struct NpcReplied {
 /// A piece of a reply that is still being produced, for typewriter effects. The
 /// pieces of one reply add up to the text of the [`NpcReplied`] that follows.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NpcReplyDelta {
     /// Who is answering.
     pub npc: NpcId,
@@ -105,6 +158,7 @@ pub struct NpcReplyDelta {
 
 /// An NPC could not answer a line.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NpcReplyFailed {
     /// Who was spoken to.
     pub npc: NpcId,
@@ -118,6 +172,7 @@ pub struct NpcReplyFailed {
 
 /// Why an NPC did not answer.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplyError {
     /// The NPC is still answering and its queue is full.
     #[error("{npc} is busy: {queued} lines are already waiting")]
@@ -159,6 +214,7 @@ pub enum ReplyError {
 
 /// An NPC's summary changed, and with it the system prompt its replies use.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NpcSummaryUpdated {
     /// Whose memory.
     pub npc: NpcId,
@@ -179,6 +235,7 @@ pub struct NpcSummaryUpdated {
 /// An NPC's memory lost quality: a summary failed for good, or messages left the
 /// prompt unsummarized. Replies keep working.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NpcMemoryDegraded {
     /// Whose memory.
     pub npc: NpcId,

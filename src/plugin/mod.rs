@@ -73,6 +73,7 @@ pub struct NpcMemoryPlugin {
     settings: NpcMemorySettings,
     reply_backend: Arc<dyn ChatBackend>,
     summary_backend: Option<Arc<dyn ChatBackend>>,
+    #[cfg(feature = "http")]
     runtime: Option<tokio::runtime::Handle>,
     trace_file: Option<PathBuf>,
     trace_file_limit: u64,
@@ -88,6 +89,7 @@ impl Default for NpcMemoryPlugin {
             settings: NpcMemorySettings::default(),
             reply_backend: Arc::new(OfflineBackend::default()),
             summary_backend: None,
+            #[cfg(feature = "http")]
             runtime: None,
             trace_file: None,
             trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
@@ -133,7 +135,7 @@ impl NpcMemoryPlugin {
         self
     }
 
-    /// Switches on memory features beyond the seed for every NPC (personas may
+    /// Switches on memory features beyond basic mode for every NPC (personas may
     /// still switch them per NPC), e.g. `MemoryFeatures::layered(2000)`.
     pub fn with_features(mut self, features: MemoryFeatures) -> Self {
         self.settings.memory.features = features;
@@ -146,7 +148,10 @@ impl NpcMemoryPlugin {
         self
     }
 
-    /// Runs requests on the game's own tokio runtime instead of one the plugin owns.
+    /// Runs requests on the game's own tokio runtime instead of Bevy's IO task pool.
+    /// HTTP requests made off a tokio runtime run on one small runtime the HTTP
+    /// backends share, so this is only needed to keep all async work in one place.
+    #[cfg(feature = "http")]
     pub fn with_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime = Some(handle);
         self
@@ -154,7 +159,7 @@ impl NpcMemoryPlugin {
 
     /// Restores every NPC's memory from `path` at startup if it exists, then
     /// autosaves to it after every message and summary (`.ron` for RON, anything
-    /// else JSON, e.g. `savegame.json` as in the seed).
+    /// else JSON, e.g. `savegame.json` as in the original ECHO-7 game).
     pub fn with_autosave(mut self, path: impl Into<PathBuf>) -> Self {
         self.saves.autosave = Some(path.into());
         self
@@ -203,6 +208,7 @@ impl Plugin for NpcMemoryPlugin {
         app.insert_resource(self.settings.clone())
             .insert_resource(telemetry)
             .insert_resource(bridge::LlmBridge::new(
+                #[cfg(feature = "http")]
                 self.runtime.clone(),
                 self.reply_backend.clone(),
                 summary_backend,

@@ -53,7 +53,7 @@ pub struct Persona {
     pub features: PersonaFeatures,
 }
 
-/// Per-persona switches for the memory features beyond the seed. Each left unset
+/// Per-persona switches for the memory features beyond basic mode. Each left unset
 /// keeps the plugin's setting.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

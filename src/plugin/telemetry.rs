@@ -1,5 +1,5 @@
 //! Telemetry: every request, response, summary update and degradation, as `tracing`
-//! events and, optionally, as JSON lines in a file (the seed's `[Memory]` log).
+//! events and, optionally, as JSON lines in a file (the `[Memory]` log of the original ECHO-7 game).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

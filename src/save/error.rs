@@ -5,6 +5,7 @@ use crate::memory::{InvalidField, NpcId, shorten_to_chars};
 /// Why a save could not be read. Each names what was wrong; the path travels with it
 /// in [`MemoryLoadFailed`](crate::prelude::MemoryLoadFailed).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// There is no such file (and no backup).
     #[error("the file does not exist")]
@@ -84,6 +85,7 @@ impl LoadError {
 
 /// Why a save was not written. Whatever file was there is untouched.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SaveError {
     /// The memory could not be encoded.
     #[error("the save could not be encoded: {0}")]

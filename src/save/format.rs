@@ -70,7 +70,7 @@ impl NpcSave {
 /// else JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SaveFormat {
-    /// JSON, the default (`savegame.json`, as in the seed).
+    /// JSON, the default (`savegame.json`, as in the original ECHO-7 game).
     Json,
     /// RON, readable and diffable.
     Ron,

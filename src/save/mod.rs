@@ -1,5 +1,5 @@
 //! Savegames: the versioned snapshot format, crash-safe files, migration, and the
-//! import of the seed's Unity layout. Plain Rust; the plugin's save and load
+//! import of the original ECHO-7 game's Unity layout. Plain Rust; the plugin's save and load
 //! messages live in the Bevy adapter.
 
 mod error;

@@ -1,4 +1,4 @@
-//! Imports the seed's Unity `savegame.json` layout into one NPC's memory.
+//! Imports the original ECHO-7 game's Unity `savegame.json` layout into one NPC's memory.
 //!
 //! That layout is `{"keys": ["ChatSystem", "ContextMemory"], "values": [..]}` where
 //! each value is itself a JSON string: `{"logs": [{"role", "content"}, ..]}` and
@@ -40,7 +40,7 @@ struct ContextMemory {
 }
 
 /// Builds one NPC's memory from the Unity layout's text. `//` comments, as in the
-/// seed's documented example, are tolerated.
+/// original game's documented example, are tolerated.
 pub fn import_unity_save(
     text: &str,
     persona: PersonaPrompt,

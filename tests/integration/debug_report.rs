@@ -99,11 +99,11 @@ fn the_report_shows_requests_in_flight_and_the_queue() {
 #[test]
 fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
     let mut h = crate::support::layered_scene();
-    h.app.world_mut().write_message(SetPinnedFact {
-        npc: NpcId::new("echo7"),
-        key: FactKey::CURRENT_GOAL,
-        value: "restart the reactor".into(),
-    });
+    h.app.world_mut().write_message(SetPinnedFact::new(
+        NpcId::new("echo7"),
+        FactKey::CURRENT_GOAL,
+        "restart the reactor",
+    ));
     h.app.update();
 
     let report = report(&h, "echo7");

@@ -417,13 +417,13 @@ fn a_404_echoing_the_key_is_scrubbed_and_not_retried() {
 #[test]
 fn replies_stream_summaries_do_not_and_reasoning_stays_out() {
     let mut s = setup("stream", |_| {});
-    s.h.app.world_mut().write_message(ReconfigureNpcMemory {
-        npc: NpcId::new("echo7"),
-        config: MemoryConfig {
+    s.h.app.world_mut().write_message(ReconfigureNpcMemory::new(
+        NpcId::new("echo7"),
+        MemoryConfig {
             summary_threshold: Some(2),
             ..MemoryConfig::with_window(4)
         },
-    });
+    ));
     let mut events = vec![
         serde_json::json!({"choices": [{"delta": {"reasoning_content": "The user is Alex, so"}}]})
             .to_string(),
@@ -544,9 +544,9 @@ fn clearing_memory_or_closing_the_game_cancels_requests_in_flight() {
     s.h.run_until("the request reaches the server", |_| {
         s_received(&s.server) == 1
     });
-    s.h.app.world_mut().write_message(ClearNpcMemory {
-        npc: NpcId::new("echo7"),
-    });
+    s.h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     s.h.settle();
     let server = s.server.clone();
     wait_for(
@@ -774,13 +774,13 @@ fn a_huge_json_reply_stops_at_the_body_limit() {
 #[test]
 fn a_summary_flood_leaves_a_short_degradation_and_a_small_save() {
     let mut s = setup_watched("flood-summary", |config| config.stream = false);
-    s.h.app.world_mut().write_message(ReconfigureNpcMemory {
-        npc: NpcId::new("echo7"),
-        config: MemoryConfig {
+    s.h.app.world_mut().write_message(ReconfigureNpcMemory::new(
+        NpcId::new("echo7"),
+        MemoryConfig {
             summary_threshold: Some(2),
             ..MemoryConfig::with_window(4)
         },
-    });
+    ));
     // The summary's body declares 200 MB: refused before it is read.
     let flood = FakeReply::Flood(Flood::json_body().with_length());
     s.server

@@ -202,11 +202,11 @@ fn the_games_fact_beats_the_models() {
     );
     let mut h = Harness::new(seed_sized(backend).with_features(facts_on()));
     h.spawn("echo7", persona("ECHO-7"));
-    h.app.world_mut().write_message(SetPinnedFact {
-        npc: NpcId::new("echo7"),
-        key: FactKey::CURRENT_GOAL,
-        value: "escort the engineer to the reactor".into(),
-    });
+    h.app.world_mut().write_message(SetPinnedFact::new(
+        NpcId::new("echo7"),
+        FactKey::CURRENT_GOAL,
+        "escort the engineer to the reactor",
+    ));
     h.app.update();
 
     h.say("echo7", "Honestly I'd rather take a nap.");
@@ -225,10 +225,10 @@ fn the_games_fact_beats_the_models() {
     );
     assert!(system_prompt(&h, "echo7").contains("escort the engineer"));
 
-    h.app.world_mut().write_message(RemovePinnedFact {
-        npc: NpcId::new("echo7"),
-        key: FactKey::CURRENT_GOAL,
-    });
+    h.app.world_mut().write_message(RemovePinnedFact::new(
+        NpcId::new("echo7"),
+        FactKey::CURRENT_GOAL,
+    ));
     h.app.update();
     assert!(!system_prompt(&h, "echo7").contains("escort the engineer"));
 }

@@ -97,9 +97,9 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
     h.run_until("the backend takes the first line", move |_| {
         taken.requests_for(Purpose::Reply).len() == 1
     });
-    h.app.world_mut().write_message(ClearNpcMemory {
-        npc: NpcId::new("echo7"),
-    });
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     h.settle();
     let failed = h.inbox::<NpcReplyFailed>();
     assert_eq!(failed.len(), 1);
@@ -178,14 +178,15 @@ fn a_summary_can_be_asked_for_below_the_threshold() {
         h.inbox::<NpcSummaryUpdated>().is_empty(),
         "2 messages are below the default threshold of 10"
     );
-    h.app.world_mut().write_message(SummarizeNow {
-        npc: NpcId::new("echo7"),
-    });
+    h.app
+        .world_mut()
+        .write_message(SummarizeNow::new(NpcId::new("echo7")));
     h.wait_for_summaries(1);
     assert_eq!(h.summary("echo7"), "Player: My name is Alex.");
     assert_eq!(h.inbox::<NpcSummaryUpdated>()[0].covered, 0..2);
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn requests_can_run_on_the_games_own_tokio_runtime() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -218,13 +219,13 @@ fn the_window_and_threshold_change_live() {
     );
     assert!(h.inbox::<NpcSummaryUpdated>().is_empty());
 
-    h.app.world_mut().write_message(ReconfigureNpcMemory {
-        npc: NpcId::new("echo7"),
-        config: MemoryConfig {
+    h.app.world_mut().write_message(ReconfigureNpcMemory::new(
+        NpcId::new("echo7"),
+        MemoryConfig {
             summary_threshold: Some(2),
             ..MemoryConfig::with_window(4)
         },
-    });
+    ));
     // Six uncovered messages reach the new threshold at once; once summarized, the
     // window shrinks to the new size.
     h.wait_for_summaries(1);

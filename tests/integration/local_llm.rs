@@ -160,9 +160,9 @@ fn clearing_memory_cancels_the_running_reply_and_the_worker_moves_on() {
     // A second line waits behind the running reply.
     h.say("echo7", "And the generator room?");
     h.app.update();
-    h.app.world_mut().write_message(ClearNpcMemory {
-        npc: NpcId::new("echo7"),
-    });
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     h.wait_for::<NpcReplyFailed>(1);
     let failed = &h.inbox::<NpcReplyFailed>()[0];
     assert_eq!(failed.error, ReplyError::Cancelled);

@@ -17,7 +17,6 @@ mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]
 mod local_llm;
-mod memory_bench;
 mod persistence;
 mod personas;
 #[cfg(feature = "http")]

@@ -169,9 +169,10 @@ fn a_restored_window_keeps_unsummarized_messages_and_late_npcs_find_their_memory
     assert_eq!(fresh.window("echo7"), window_before);
     // The ghost was never spawned, yet its memory is saved again with the next change.
     fresh.spawn("echo7", persona("ECHO-7"));
-    fresh.app.world_mut().write_message(ClearNpcMemory {
-        npc: NpcId::new("echo7"),
-    });
+    fresh
+        .app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     fresh.wait_for::<MemorySaved>(1);
     let resaved = read_save(&path);
     assert_eq!(
@@ -200,9 +201,9 @@ fn slots_never_leak_into_each_other() {
     h.say("echo7", "I am from slot B");
     h.settle();
     h.save_to(&slot_b);
-    h.app.world_mut().write_message(ClearNpcMemory {
-        npc: NpcId::new("echo7"),
-    });
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     h.say("echo7", "I am from slot A");
     h.settle();
     h.save_to(&slot_a);
@@ -530,7 +531,7 @@ fn an_unreadable_slot_pauses_autosave() {
     fs::remove_dir(&path).unwrap();
     h.app
         .world_mut()
-        .write_message(ResumeAutosave { path: path.clone() });
+        .write_message(ResumeAutosave::new(path.clone()));
     h.run_until("the slot is written", |world| {
         world
             .resource::<crate::support::Inbox<MemorySaved>>()
@@ -595,9 +596,9 @@ fn autosave_never_writes_over_a_slot_it_switched_to_without_reading() {
     assert_eq!(fs::read(&other).unwrap(), theirs);
     assert_eq!(h.inbox::<MemorySaveFailed>().len(), 1);
 
-    h.app.world_mut().write_message(ResumeAutosave {
-        path: other.clone(),
-    });
+    h.app
+        .world_mut()
+        .write_message(ResumeAutosave::new(other.clone()));
     h.run_until("the slot is written", |world| {
         world
             .resource::<crate::support::Inbox<MemorySaved>>()
@@ -624,12 +625,12 @@ fn two_quick_saves_and_an_exit_leave_the_newest_complete_file_and_no_temp_files(
     h.settle();
     h.app
         .world_mut()
-        .write_message(SaveMemory { path: path.clone() });
+        .write_message(SaveMemory::new(path.clone()));
     h.app.update();
     h.say("echo7", "second");
     h.app
         .world_mut()
-        .write_message(SaveMemory { path: path.clone() });
+        .write_message(SaveMemory::new(path.clone()));
     exit(&mut h);
     let saved = read_save(&path);
     // The reply to "second" may or may not have arrived in that frame.
@@ -662,7 +663,7 @@ fn a_save_the_reader_would_refuse_is_not_written() {
     h.settle();
     h.app
         .world_mut()
-        .write_message(SaveMemory { path: path.clone() });
+        .write_message(SaveMemory::new(path.clone()));
     h.wait_for::<MemorySaveFailed>(1);
     let failure = h.inbox::<MemorySaveFailed>()[0].clone();
     assert_eq!(failure.path, path);
@@ -702,10 +703,9 @@ fn the_seeds_unity_save_is_imported_into_one_npc() {
     fs::write(&path, unity).unwrap();
     let mut h = Harness::new(seed_sized(ScriptedBackend::new()));
     h.spawn_from_file("echo7", "npcs/echo7.zh.npc.ron");
-    h.app.world_mut().write_message(ImportUnitySave {
-        path: path.clone(),
-        npc: NpcId::new("echo7"),
-    });
+    h.app
+        .world_mut()
+        .write_message(ImportUnitySave::new(path.clone(), NpcId::new("echo7")));
     h.wait_for::<MemoryLoaded>(1);
     assert_eq!(
         h.log("echo7"),

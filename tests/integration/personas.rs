@@ -79,9 +79,9 @@ fn editing_a_persona_rewrites_the_prompt_but_keeps_the_summary() {
     h.app.world_mut().spawn(Npc::new("bot", handle.clone()));
     h.say("bot", "I'm Alex.");
     h.wait_for_replies(1);
-    h.app.world_mut().write_message(SummarizeNow {
-        npc: NpcId::new("bot"),
-    });
+    h.app
+        .world_mut()
+        .write_message(SummarizeNow::new(NpcId::new("bot")));
     h.wait_for_summaries(1);
     h.app
         .world_mut()

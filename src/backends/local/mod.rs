@@ -6,6 +6,7 @@
 //! between two tokens while running.
 
 mod config;
+mod oneshot;
 mod segments;
 mod status;
 mod template;
@@ -18,8 +19,6 @@ use std::path::Path;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use tokio::sync::oneshot;
 
 pub use config::{DEFAULT_MODEL_PATH, LocalLlmConfig, MaxTokensPolicy, SummaryForm};
 pub use status::{ChatTemplateSource, GenerationStats, ModelStatus};
@@ -180,7 +179,10 @@ impl LocalLlmBackend {
         let name = self.inner.name.clone();
         async move {
             sent?;
-            answer.await.unwrap_or_else(|_| Err(worker_gone(&name)))
+            answer
+                .recv()
+                .await
+                .unwrap_or_else(|_| Err(worker_gone(&name)))
         }
     }
 }
@@ -222,6 +224,7 @@ impl ChatBackend for LocalLlmBackend {
             // If this future is dropped here, `answer` closes and the worker skips
             // or stops the job.
             answer
+                .recv()
                 .await
                 .unwrap_or_else(|_| Err(worker_gone(&inner.name)))
         })

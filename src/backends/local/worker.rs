@@ -1,6 +1,6 @@
 //! The worker thread that owns the model: it loads it, then answers requests one at
 //! a time. llama.cpp blocks while it computes, so it must never run on the frame or
-//! on a tokio worker; one dedicated OS thread keeps both free.
+//! on a task pool's worker; one dedicated OS thread keeps both free.
 
 use std::io::Read;
 use std::num::NonZeroU32;
@@ -11,6 +11,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::oneshot;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -20,7 +21,6 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{LogOptions, send_logs_to_tracing};
-use tokio::sync::oneshot;
 
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
 use super::segments::{Segment, Sentinels, chatml, content_of};

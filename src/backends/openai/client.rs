@@ -1,8 +1,9 @@
 //! The OpenAI-compatible HTTP backend.
 
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
@@ -115,7 +116,52 @@ impl ChatBackend for OpenAiBackend {
 
     fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
         let inner = self.inner.clone();
-        Box::pin(async move { inner.complete(request, progress).await })
+        let call = async move { inner.complete(request, progress).await };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Already on a tokio runtime (the game's own): reqwest can run in place.
+            return Box::pin(call);
+        }
+        Box::pin(on_shared_runtime(self.name().to_owned(), call))
+    }
+}
+
+/// reqwest needs a tokio reactor, and the plugin runs requests on Bevy's task
+/// pool. Off a tokio runtime, requests run on one small runtime every HTTP backend
+/// shares. Dropping the returned future aborts the request there.
+async fn on_shared_runtime(
+    backend: String,
+    call: impl Future<Output = Result<ChatResponse, BackendError>> + Send + 'static,
+) -> Result<ChatResponse, BackendError> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    let runtime = RUNTIME.get_or_init(|| {
+        // One worker is plenty: the tasks wait on the network.
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("npc-memory-http")
+            .enable_all()
+            .build()
+            .map_err(|error| error.to_string())
+    });
+    let runtime = runtime.as_ref().map_err(|error| {
+        BackendError::Other(format!(
+            "{backend}: could not start the HTTP runtime: {error}"
+        ))
+    })?;
+    let join = runtime.spawn(call);
+    let _abort = AbortOnDrop(join.abort_handle());
+    match join.await {
+        Ok(result) => result,
+        // The plugin's panic guard reports it as `BackendError::Panicked`.
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => Err(BackendError::Cancelled),
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Settings of pinned facts for one NPC.
 ///
-/// Off by default, so memory behaves exactly as the seed describes unless a game
+/// Off by default, so memory behaves exactly as in basic mode unless a game
 /// opts in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -190,7 +190,7 @@ impl LayersMut<'_> {
         Recorded { index, overflow }
     }
 
-    /// The messages a reply request sends. With the seed's design: the system prompt,
+    /// The messages a reply request sends. In basic mode: the system prompt,
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {

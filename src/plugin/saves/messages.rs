@@ -12,9 +12,17 @@ use crate::save::{LoadError, SaveError, UnusableSave};
 /// snapshot is taken when asked; if that file is being loaded, the write waits for
 /// the load to finish.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SaveMemory {
     /// Where to write.
     pub path: PathBuf,
+}
+
+impl SaveMemory {
+    /// Save every NPC's memory to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
 }
 
 /// Replace every NPC's memory with a save's. Requests in flight are cancelled. With
@@ -26,9 +34,17 @@ pub struct SaveMemory {
 /// in place. Any failure but a plain [`LoadError::NotFound`] pauses autosave for
 /// that path (see [`ResumeAutosave`]).
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct LoadMemory {
     /// What to read.
     pub path: PathBuf,
+}
+
+impl LoadMemory {
+    /// Load every NPC's memory from `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
 }
 
 /// Lets autosave write `path` again after a failed load (or a refusal to replace a
@@ -36,13 +52,22 @@ pub struct LoadMemory {
 /// there. If `path` is the autosave slot, the memory in use is written at once.
 /// A successful [`LoadMemory`] or a [`SaveMemory`] of that path lifts the pause too.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ResumeAutosave {
     /// The paused file.
     pub path: PathBuf,
 }
 
-/// Import the seed's Unity `savegame.json` layout into one NPC's memory.
+impl ResumeAutosave {
+    /// Let autosave write `path` again.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+}
+
+/// Import the original ECHO-7 game's Unity `savegame.json` layout into one NPC's memory.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ImportUnitySave {
     /// The Unity save file.
     pub path: PathBuf,
@@ -50,8 +75,19 @@ pub struct ImportUnitySave {
     pub npc: NpcId,
 }
 
+impl ImportUnitySave {
+    /// Import the Unity save at `path` as `npc`'s memory.
+    pub fn new(path: impl Into<PathBuf>, npc: impl Into<NpcId>) -> Self {
+        Self {
+            path: path.into(),
+            npc: npc.into(),
+        }
+    }
+}
+
 /// A save was written.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MemorySaved {
     /// Where.
     pub path: PathBuf,
@@ -65,6 +101,7 @@ pub struct MemorySaved {
 
 /// A save could not be written. The memory in use and the file there are untouched.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MemorySaveFailed {
     /// Where it should have gone.
     pub path: PathBuf,
@@ -80,6 +117,7 @@ impl std::fmt::Display for MemorySaveFailed {
 
 /// A save (or a Unity import) was loaded.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MemoryLoaded {
     /// The file actually read: the one asked for, or its `.bak`.
     pub path: PathBuf,
@@ -94,6 +132,7 @@ pub struct MemoryLoaded {
 /// been moved aside so no autosave overwrites it; a newer build's file or one that
 /// could not be read is left in place.
 #[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MemoryLoadFailed {
     /// The file asked for.
     pub path: PathBuf,
@@ -136,7 +175,7 @@ impl std::fmt::Display for MemoryLoadFailed {
 #[derive(Resource, Clone, Debug, PartialEq)]
 pub struct SaveSettings {
     /// Where autosave writes after every message and summary. `None` turns it off.
-    /// A slot that exists when the app starts is loaded first, as the seed restores
+    /// A slot that exists when the app starts is loaded first, as the original ECHO-7 game restores
     /// its state on start; autosave waits for that load, so it never overwrites a
     /// save it has not read. If that load fails, autosave pauses for the slot (see
     /// [`ResumeAutosave`]). Switched at run time to a file this game has not read,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::memory::{MemoryParts, NpcId};
 use crate::plugin::dialogue::Dialogue;
@@ -73,8 +73,8 @@ pub(crate) struct SaveState {
     pub(super) trusted: HashSet<PathBuf>,
     /// Files autosave leaves alone until the game resumes them.
     pub(super) paused: HashSet<PathBuf>,
-    pub(super) sender: UnboundedSender<IoDone>,
-    pub(super) receiver: UnboundedReceiver<IoDone>,
+    pub(super) sender: Sender<IoDone>,
+    pub(super) receiver: Receiver<IoDone>,
 }
 
 /// An app dropped without `AppExit` (a test, an embedding editor) still gets its
@@ -87,7 +87,7 @@ impl Drop for SaveState {
 
 impl Default for SaveState {
     fn default() -> Self {
-        let (sender, receiver) = unbounded_channel();
+        let (sender, receiver) = unbounded();
         Self {
             snapshot: HashMap::new(),
             queue: VecDeque::new(),

@@ -184,9 +184,9 @@ impl Harness {
             .iter()
             .filter(|s| !s.autosave)
             .count();
-        self.app.world_mut().write_message(SaveMemory {
-            path: path.to_owned(),
-        });
+        self.app
+            .world_mut()
+            .write_message(SaveMemory::new(path.to_owned()));
         self.run_until("the save is written", |world| {
             world
                 .resource::<Inbox<MemorySaved>>()
@@ -201,9 +201,9 @@ impl Harness {
     /// Loads `path` and waits for the outcome.
     pub fn load_from(&mut self, path: &std::path::Path) {
         let before = self.inbox::<MemoryLoaded>().len() + self.inbox::<MemoryLoadFailed>().len();
-        self.app.world_mut().write_message(LoadMemory {
-            path: path.to_owned(),
-        });
+        self.app
+            .world_mut()
+            .write_message(LoadMemory::new(path.to_owned()));
         self.run_until("the load finishes", |world| {
             world.resource::<Inbox<MemoryLoaded>>().0.len()
                 + world.resource::<Inbox<MemoryLoadFailed>>().0.len()

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// How old messages are recalled from the full log (L2).
 ///
-/// Off by default: the seed sends only the window and the summary, and that stays
+/// Off by default: basic mode sends only the window and the summary, and that stays
 /// the default behaviour. The weights are multipliers on the BM25 score and kept
 /// mild, so they only reorder messages that match about equally well.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

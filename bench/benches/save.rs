@@ -2,7 +2,7 @@
 //! costs the main thread, and write/load throughput against plain serde_json on
 //! the same data, side by side.
 //!
-//! `cargo bench --bench save`
+//! `cargo bench -p bevy_npc_memory_bench --bench save`
 
 use std::hint::black_box;
 use std::sync::Arc;

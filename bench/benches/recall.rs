@@ -1,7 +1,7 @@
 //! Recall over a 10k-message log: indexing throughput and query latency, in
 //! English and in Chinese.
 //!
-//! `cargo bench --bench recall`
+//! `cargo bench -p bevy_npc_memory_bench --bench recall`
 //!
 //! Before Criterion runs, the same binary times 2,000 queries one by one and prints
 //! their p50 and p99 latency, and compares the index's heap with the log's own

@@ -3,11 +3,11 @@
 //! core, with the offline backend writing the summaries.
 //!
 //! ```text
-//! cargo run --release --example memory_bench -- --data PATH --strategy full|window|summary|layered
+//! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS] [--json]
 //! ```
 //!
-//! `layered` is every feature beyond the seed (recall with neighbours, pinned facts,
+//! `layered` is every feature beyond basic mode (recall with neighbours, pinned facts,
 //! segmented summaries, the prompt budget); `--without recall,neighbours,facts,segments`
 //! switches parts off for ablations.
 //!
@@ -112,7 +112,7 @@ trait Strategy {
 
 /// Every message: the upper bound, and the cost of sending everything.
 struct Full;
-/// The system prompt and the last `window - 1` messages, as the seed's L1 alone.
+/// The system prompt and the last `window - 1` messages, as the original design's L1 alone.
 struct WindowOnly;
 /// L1 + L3 as the plugin runs them: persona + summary, then the window.
 struct Summary;
@@ -178,7 +178,7 @@ impl Strategy for Summary {
     }
 }
 
-/// Every feature beyond the seed, as the plugin runs them: the assembled, budgeted
+/// Every feature beyond basic mode, as the plugin runs them: the assembled, budgeted
 /// prompt with recalled messages, pinned facts and summary segments.
 #[derive(Default)]
 struct Layered {

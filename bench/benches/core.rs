@@ -1,7 +1,7 @@
 //! Micro-benchmarks of the memory core: the per-message bookkeeping must not grow
 //! with the length of the log.
 //!
-//! `cargo bench --bench core`
+//! `cargo bench -p bevy_npc_memory_bench --bench core`
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The `memory_bench` example's interface on a tiny LoCoMo-shaped fixture with known
+//! The `memory_bench` binary's interface on a tiny LoCoMo-shaped fixture with known
 //! evidence, so its recall figures can be checked exactly.
 
 use std::path::{Path, PathBuf};
@@ -6,13 +6,12 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-fn bench() -> PathBuf {
-    let deps = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    deps.parent().unwrap().join("examples").join("memory_bench")
+/// A fresh, empty folder for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 fn fixture(dir: &Path) -> PathBuf {
@@ -50,7 +49,7 @@ fn fixture(dir: &Path) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(bench())
+    let output = Command::new(env!("CARGO_BIN_EXE_memory_bench"))
         .args(args)
         .output()
         .expect("memory_bench is built by cargo test");
@@ -77,7 +76,7 @@ fn report(data: &Path, strategy: &str) -> Value {
 
 #[test]
 fn recall_on_a_fixture_with_known_evidence_is_exact() {
-    let dir = crate::support::temp_dir("bench-fixture");
+    let dir = temp_dir("bench-fixture");
     let data = fixture(&dir);
 
     let full = report(&data, "full");
@@ -145,7 +144,7 @@ fn recall_on_a_fixture_with_known_evidence_is_exact() {
 
 #[test]
 fn bad_input_names_the_file_and_the_record() {
-    let dir = crate::support::temp_dir("bench-bad");
+    let dir = temp_dir("bench-bad");
     let missing = dir.join("missing.json");
     let (ok, _, stderr) = run(&["--data", missing.to_str().unwrap(), "--strategy", "full"]);
     assert!(!ok && stderr.contains("missing.json"), "{stderr}");
@@ -200,7 +199,7 @@ fn recall_fixture(dir: &Path) -> PathBuf {
 
 #[test]
 fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off() {
-    let dir = crate::support::temp_dir("bench-layered");
+    let dir = temp_dir("bench-layered");
     let data = recall_fixture(&dir);
     let layered = |extra: &[&str]| -> Value {
         let mut args = vec![

@@ -1,9 +1,10 @@
 //! The HTTP backend's own overhead per request, side by side with a bare reqwest
 //! call, both against the same loopback fake server giving a fixed reply.
 //!
-//! `cargo bench --bench http_overhead`
+//! `cargo bench -p bevy_npc_memory_bench --features http --bench http_overhead`
 
-#[path = "../tests/integration/support/fake_llm.rs"]
+// The fake server the HTTP integration tests use, shared rather than copied.
+#[path = "../../tests/integration/support/fake_llm.rs"]
 mod fake_llm;
 
 use std::hint::black_box;
