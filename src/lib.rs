@@ -37,7 +37,7 @@
 //!
 //! **3. Talk, and listen.** Send [`TalkToNpc`](crate::prelude::TalkToNpc); read [`NpcReplied`](crate::prelude::NpcReplied), or
 //! [`NpcReplyDelta`](crate::prelude::NpcReplyDelta) to typewrite, and [`NpcReplyFailed`](crate::prelude::NpcReplyFailed) for errors. Requests run
-//! on a tokio runtime off the main thread; nothing blocks the frame.
+//! on Bevy's IO task pool, off the main thread; nothing blocks the frame.
 //!
 //! ```no_run
 //! # use bevy::prelude::*;

@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -474,6 +475,46 @@ impl Headings {
 
 #[cfg(test)]
 mod tests;
+
+/// Basic mode's system prompt, kept between replies because it changes only when
+/// the persona or the summary does. Every use compares it with the persona and the
+/// summary it was built from, so it cannot describe an older one.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ComposedPrompt(Option<(PersonaPrompt, Arc<str>, Arc<str>)>);
+
+impl ComposedPrompt {
+    /// The system prompt for `persona` and `summary`, composed only when either
+    /// changed since the last call.
+    pub(crate) fn get(&mut self, persona: &PersonaPrompt, summary: &Arc<str>) -> Arc<str> {
+        if let Some((built_for, built_from, text)) = &self.0
+            && built_for == persona
+            && built_from == summary
+        {
+            return text.clone();
+        }
+        let text: Arc<str> = compose_system_prompt(persona, summary).into();
+        self.0 = Some((persona.clone(), summary.clone(), text.clone()));
+        text
+    }
+}
+
+/// A cache is not memory: two contexts that remember the same are equal whether or
+/// not one has composed its prompt yet.
+impl PartialEq for ComposedPrompt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Basic mode's reply prompt: the system prompt, then the whole window, which is
+/// what [`assemble`] sends when no feature is on. Nothing is budgeted or reported,
+/// so nothing needs counting.
+pub(crate) fn basic_prompt(system: Arc<str>, window: &[ChatMessage]) -> Vec<PromptMessage> {
+    let mut messages = Vec::with_capacity(1 + window.len());
+    messages.push(PromptMessage::new(Role::System, system));
+    messages.extend(window.iter().map(ChatMessage::to_prompt));
+    messages
+}
 
 /// `persona + "\n\n" + label + summary`, or the persona alone before any summary.
 /// A summary line that would read as a transcript turn or as the label is quoted

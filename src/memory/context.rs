@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::assembly::{AssembledPrompt, SummarySource};
+use super::assembly::{AssembledPrompt, ComposedPrompt, SummarySource};
 use super::config::MemoryFeatures;
 use super::facts::PinnedFacts;
 use super::log::recall::RecallIndex;
@@ -154,6 +154,7 @@ pub struct ContextMemory {
     pub(crate) recall: RecallIndex,
     pub(crate) last_prompt: Option<Arc<AssembledPrompt>>,
     pub(crate) forgetting_compaction: bool,
+    pub(crate) composed: ComposedPrompt,
 }
 
 impl ContextMemory {
@@ -176,6 +177,7 @@ impl ContextMemory {
             facts: PinnedFacts::default(),
             recall: RecallIndex::default(),
             last_prompt: None,
+            composed: ComposedPrompt::default(),
             forgetting_compaction: false,
         }
     }

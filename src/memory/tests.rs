@@ -454,3 +454,43 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn basic_mode_sends_what_the_assembly_builds_through_persona_and_summary_changes() {
+    let mut memory = memory(4, 2);
+    let sent = |memory: &mut NpcMemory| memory.layers().reply_prompt();
+    let built =
+        |memory: &NpcMemory| preview_prompt(&memory.log, &memory.window, &memory.context).messages;
+    memory.layers().record(Role::User, "Hi, I'm Alex.", 1.0);
+    assert_eq!(sent(&mut memory), built(&memory), "before any summary");
+    memory.layers().record(Role::Assistant, "Logged.", 2.0);
+    let job = memory.layers().start_summary().unwrap();
+    memory
+        .layers()
+        .finish_summary(job.id, Ok("The player is Alex."), Duration::ZERO);
+    assert_eq!(sent(&mut memory), built(&memory), "after a summary");
+    assert!(
+        sent(&mut memory)[0]
+            .content
+            .ends_with("The player is Alex.")
+    );
+    let mut edited = persona();
+    edited.text = "You are ECHO-7, now on emergency power.".into();
+    memory.layers().set_persona(edited);
+    let prompt = sent(&mut memory);
+    assert_eq!(prompt, built(&memory), "after a persona edit");
+    assert!(
+        prompt[0]
+            .content
+            .starts_with("You are ECHO-7, now on emergency power.")
+    );
+    let mut label = persona();
+    label.text = "You are ECHO-7, now on emergency power.".into();
+    label.style.label = "[Earlier]: ".into();
+    memory.layers().set_persona(label);
+    assert!(
+        sent(&mut memory)[0]
+            .content
+            .contains("[Earlier]: The player is Alex.")
+    );
+}

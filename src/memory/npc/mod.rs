@@ -11,7 +11,7 @@ mod summaries;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::assembly::{AssembledPrompt, AssemblyInput, assemble};
+use super::assembly::{AssembledPrompt, AssemblyInput, assemble, basic_prompt};
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation};
 use super::facts::{FactChange, FactKey, FactsError};
@@ -194,6 +194,12 @@ impl LayersMut<'_> {
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
+        if !self.context.features.any() {
+            let context = &mut *self.context;
+            let system = context.composed.get(&context.persona, &context.summary);
+            let window = self.log.range(self.window.start()..self.log.next_index());
+            return basic_prompt(system, window);
+        }
         self.assemble().messages.clone()
     }
 
