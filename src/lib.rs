@@ -147,7 +147,7 @@ pub mod prelude {
         NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
         NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
         RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
-        SetPinnedFact, SummarizeNow, TalkToNpc,
+        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};

@@ -15,6 +15,7 @@ use bevy::prelude::*;
 use bevy::tasks::{IoTaskPool, Task, futures_lite::future};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
+use super::messages::{SummaryBackend, SwitchBackend};
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
 };
@@ -75,6 +76,8 @@ pub(crate) enum TaskEvent {
 /// A request that finished, successfully or not.
 pub(crate) struct Finished {
     pub(crate) npc: NpcId,
+    /// The backend that ran it: after a switch it may no longer be the current one.
+    pub(crate) backend: Arc<str>,
     pub(crate) task: TaskId,
     pub(crate) result: Result<ChatResponse, BackendError>,
     pub(crate) latency: Duration,
@@ -89,7 +92,9 @@ pub(crate) struct LlmBridge {
     sender: Sender<TaskEvent>,
     receiver: Receiver<TaskEvent>,
     reply_backend: Arc<dyn ChatBackend>,
-    summary_backend: Arc<dyn ChatBackend>,
+    /// `None` while summaries use the reply backend, so that switching replies
+    /// switches them too.
+    summary_backend: Option<Arc<dyn ChatBackend>>,
     timeout: Duration,
     slots: Arc<Semaphore>,
     next_task: u64,
@@ -99,7 +104,7 @@ impl LlmBridge {
     pub(crate) fn new(
         #[cfg(feature = "http")] runtime: Option<tokio::runtime::Handle>,
         reply_backend: Arc<dyn ChatBackend>,
-        summary_backend: Arc<dyn ChatBackend>,
+        summary_backend: Option<Arc<dyn ChatBackend>>,
         timeout: Duration,
         max_concurrent_requests: usize,
     ) -> Self {
@@ -122,9 +127,22 @@ impl LlmBridge {
     }
 
     fn backend(&self, purpose: Purpose) -> &Arc<dyn ChatBackend> {
-        match purpose {
-            Purpose::Reply => &self.reply_backend,
-            Purpose::Summary => &self.summary_backend,
+        match (purpose, &self.summary_backend) {
+            (Purpose::Summary, Some(summaries)) => summaries,
+            _ => &self.reply_backend,
+        }
+    }
+
+    /// Later requests go to the new backends; requests in flight keep the backend
+    /// they started on, which they hold.
+    pub(crate) fn switch(&mut self, switch: &SwitchBackend) {
+        if let Some(replies) = &switch.replies {
+            self.reply_backend = replies.clone();
+        }
+        match &switch.summaries {
+            SummaryBackend::Unchanged => {}
+            SummaryBackend::SameAsReplies => self.summary_backend = None,
+            SummaryBackend::Own(summaries) => self.summary_backend = Some(summaries.clone()),
         }
     }
 
@@ -150,6 +168,7 @@ impl LlmBridge {
             Purpose::Summary => Progress::silent(),
         };
         let backend = self.backend(purpose).clone();
+        let backend_name: Arc<str> = backend.name().into();
         let timeout = self.timeout;
         let sender = self.sender.clone();
         let slots = self.slots.clone();
@@ -168,6 +187,7 @@ impl LlmBridge {
             // The receiver only goes away with the app; nothing is left to tell then.
             let _ = sender.send(TaskEvent::Done(Finished {
                 npc,
+                backend: backend_name,
                 task,
                 result,
                 latency: started.elapsed(),

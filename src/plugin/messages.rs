@@ -1,12 +1,13 @@
 //! The messages a game sends to NPCs and receives from them.
 
+use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bevy::prelude::*;
 
-use crate::backends::BackendError;
+use crate::backends::{BackendError, ChatBackend};
 use crate::memory::{
     Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SummaryTrigger,
 };
@@ -243,6 +244,80 @@ pub struct NpcMemoryDegraded {
     pub degradation: Degradation,
 }
 
+/// Switches the backend that answers, summarizes, or both, while the game runs: for
+/// example from a settings menu where the player picks a provider or pastes their
+/// own key. Requests in flight finish on the backend they started on; the next ones
+/// use the new one. Memory is untouched.
+///
+/// Summaries use the reply backend unless told otherwise, and then follow it
+/// through switches. Model-load messages (`LocalModelLoaded`) are only sent for
+/// backends given at startup; ask a switched-in `LocalLlmBackend` its `status()`.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// fn use_offline_replies(mut switch: MessageWriter<SwitchBackend>) {
+///     switch.write(SwitchBackend::replies(OfflineBackend::default()));
+/// }
+/// ```
+#[derive(Message, Clone)]
+#[non_exhaustive]
+pub struct SwitchBackend {
+    pub(crate) replies: Option<Arc<dyn ChatBackend>>,
+    pub(crate) summaries: SummaryBackend,
+}
+
+/// Which backend summaries use after a [`SwitchBackend`].
+#[derive(Clone)]
+pub(crate) enum SummaryBackend {
+    Unchanged,
+    SameAsReplies,
+    Own(Arc<dyn ChatBackend>),
+}
+
+impl SwitchBackend {
+    /// Replies use `backend` from now on, and so do summaries if they use the reply
+    /// backend.
+    pub fn replies(backend: impl ChatBackend) -> Self {
+        Self {
+            replies: Some(Arc::new(backend)),
+            summaries: SummaryBackend::Unchanged,
+        }
+    }
+
+    /// Summaries use `backend` from now on; replies keep theirs.
+    pub fn summaries(backend: impl ChatBackend) -> Self {
+        Self {
+            replies: None,
+            summaries: SummaryBackend::Own(Arc::new(backend)),
+        }
+    }
+
+    /// Replies and summaries both use `backend` from now on, and summaries follow
+    /// later reply switches.
+    pub fn both(backend: impl ChatBackend) -> Self {
+        Self {
+            replies: Some(Arc::new(backend)),
+            summaries: SummaryBackend::SameAsReplies,
+        }
+    }
+}
+
+/// Names only: a backend's name is never a secret, its settings may hold a key.
+impl fmt::Debug for SwitchBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let summaries = match &self.summaries {
+            SummaryBackend::Unchanged => "unchanged",
+            SummaryBackend::SameAsReplies => "same as replies",
+            SummaryBackend::Own(backend) => backend.name(),
+        };
+        f.debug_struct("SwitchBackend")
+            .field("replies", &self.replies.as_ref().map(|b| b.name()))
+            .field("summaries", &summaries)
+            .finish()
+    }
+}
+
 pub(crate) fn plugin(app: &mut App) {
     app.add_message::<TalkToNpc>()
         .add_message::<ClearNpcMemory>()
@@ -254,5 +329,6 @@ pub(crate) fn plugin(app: &mut App) {
         .add_message::<NpcReplyDelta>()
         .add_message::<NpcReplyFailed>()
         .add_message::<NpcSummaryUpdated>()
-        .add_message::<NpcMemoryDegraded>();
+        .add_message::<NpcMemoryDegraded>()
+        .add_message::<SwitchBackend>();
 }

@@ -25,7 +25,7 @@ pub use local_model::{LocalModelFailed, LocalModelLoaded};
 pub use messages::{
     ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
     NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
-    SummarizeNow, TalkToNpc,
+    SummarizeNow, SwitchBackend, TalkToNpc,
 };
 pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
 pub use requests::NpcRequests;
@@ -201,17 +201,13 @@ impl Plugin for NpcMemoryPlugin {
             }),
             None => Telemetry::default(),
         };
-        let summary_backend = self
-            .summary_backend
-            .clone()
-            .unwrap_or_else(|| self.reply_backend.clone());
         app.insert_resource(self.settings.clone())
             .insert_resource(telemetry)
             .insert_resource(bridge::LlmBridge::new(
                 #[cfg(feature = "http")]
                 self.runtime.clone(),
                 self.reply_backend.clone(),
-                summary_backend,
+                self.summary_backend.clone(),
                 self.settings.request_timeout,
                 self.settings.max_concurrent_requests,
             ))

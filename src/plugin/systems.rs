@@ -6,7 +6,8 @@ use bevy::prelude::*;
 
 use super::dialogue::Dialogue;
 use super::messages::{
-    ClearNpcMemory, ReconfigureNpcMemory, RemovePinnedFact, SetPinnedFact, SummarizeNow, TalkToNpc,
+    ClearNpcMemory, ReconfigureNpcMemory, RemovePinnedFact, SetPinnedFact, SummarizeNow,
+    SwitchBackend, TalkToNpc,
 };
 use super::persona::Persona;
 
@@ -39,9 +40,15 @@ pub(crate) fn apply_personas(
     }
 }
 
-/// The game's requests: facts, reconfigurations, clears, player lines, summaries.
+/// The game's requests: backend switches, facts, reconfigurations, clears, player
+/// lines, summaries.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one reader per message the game sends"
+)]
 pub(crate) fn take_requests(
     mut dialogue: Dialogue,
+    mut switch: MessageReader<SwitchBackend>,
     mut talk: MessageReader<TalkToNpc>,
     mut clear: MessageReader<ClearNpcMemory>,
     mut summarize: MessageReader<SummarizeNow>,
@@ -49,7 +56,11 @@ pub(crate) fn take_requests(
     mut set_fact: MessageReader<SetPinnedFact>,
     mut remove_fact: MessageReader<RemovePinnedFact>,
 ) {
-    // Facts first: a quest update in the same frame as a line should shape its reply.
+    // A switch first: the lines of this frame go to the backend the game chose.
+    for switch in switch.read() {
+        dialogue.switch_backend(switch);
+    }
+    // Facts next: a quest update in the same frame as a line should shape its reply.
     for fact in set_fact.read() {
         dialogue.set_fact(&fact.npc, &fact.key, &fact.value);
     }

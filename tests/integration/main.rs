@@ -4,6 +4,7 @@
 mod support;
 
 mod autoplay;
+mod backend_switch;
 mod bunker_screenshot;
 mod busy_queue;
 mod debug_report;

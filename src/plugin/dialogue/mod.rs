@@ -11,7 +11,7 @@ pub(crate) use outbox::Outbox;
 
 use super::bridge::LlmBridge;
 use super::layers::Layers;
-use super::messages::{NpcReplyFailed, ReplyError};
+use super::messages::{NpcReplyFailed, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::requests::{LineRules, NpcRequests, Offer, Readiness};
 use super::settings::NpcMemorySettings;
@@ -139,6 +139,11 @@ impl<'w> Dialogue<'w> {
                 messages: request.messages.clone(),
             });
         }
+    }
+
+    /// Later requests go to the backends `switch` names.
+    pub(crate) fn switch_backend(&mut self, switch: &SwitchBackend) {
+        self.bridge.switch(switch);
     }
 
     /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled.

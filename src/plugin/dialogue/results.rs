@@ -37,6 +37,7 @@ impl Dialogue<'_> {
     fn finished(&mut self, done: Finished) {
         let Finished {
             npc,
+            backend,
             task,
             result,
             latency,
@@ -49,7 +50,7 @@ impl Dialogue<'_> {
             FinishedTask::Reply => Purpose::Reply,
             FinishedTask::Summary(_) => Purpose::Summary,
         };
-        let backend = self.bridge.backend_name(purpose).to_owned();
+        let backend = backend.to_string();
         let result = result.and_then(|response| checked_reply(response, &backend));
         self.account(&npc, purpose, &result, latency, retries);
         match finished {
