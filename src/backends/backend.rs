@@ -22,6 +22,34 @@ pub type BackendFuture = Pin<Box<dyn Future<Output = Result<ChatResponse, Backen
 /// The same trait serves NPC replies and summaries; [`ChatRequest::kind`] says which.
 /// Implementations must be cheap to call from the main thread: do the work inside
 /// the returned future.
+///
+/// A backend that answers with the player's own words, streaming them first:
+///
+/// ```
+/// use bevy_npc_memory::backends::{BackendFuture, ChatRequest, ChatResponse, Progress};
+/// use bevy_npc_memory::prelude::*;
+///
+/// struct Parrot;
+///
+/// impl ChatBackend for Parrot {
+///     fn name(&self) -> &str {
+///         "parrot"
+///     }
+///
+///     fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
+///         // Cheap here; anything slow belongs inside the future.
+///         let last = request.messages.last().map(|m| m.content.to_string());
+///         Box::pin(async move {
+///             let text = last.unwrap_or_default();
+///             progress.delta(&text);
+///             Ok(ChatResponse::text(text))
+///         })
+///     }
+/// }
+///
+/// let plugin = NpcMemoryPlugin::default().with_backend(Parrot);
+/// # drop(plugin);
+/// ```
 pub trait ChatBackend: Send + Sync + 'static {
     /// A short name for logs and errors, such as `"offline"` or `"deepseek"`. Never
     /// a secret.

@@ -17,6 +17,18 @@ use crate::memory::{
 /// The answer comes back as [`NpcReplied`] or [`NpcReplyFailed`]. While the NPC is
 /// still answering an earlier line, new lines queue (see
 /// [`NpcMemorySettings::max_queued_lines`](crate::NpcMemorySettings::max_queued_lines)).
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// fn greet(mut talk: MessageWriter<TalkToNpc>) {
+///     talk.write(TalkToNpc::new("echo7", "Hello, I'm Alex."));
+/// }
+/// # App::new()
+/// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
+/// #     .add_systems(Update, greet)
+/// #     .update();
+/// ```
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct TalkToNpc {
@@ -135,6 +147,21 @@ impl RemovePinnedFact {
 }
 
 /// An NPC answered. The reply is already in its log and window.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// fn show_replies(mut replies: MessageReader<NpcReplied>) {
+///     // Fields may be added, so patterns end with `..`.
+///     for NpcReplied { npc, text, .. } in replies.read() {
+///         info!("{npc}: {text}");
+///     }
+/// }
+/// # App::new()
+/// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
+/// #     .add_systems(Update, show_replies.after(NpcMemorySystems::Collect))
+/// #     .update();
+/// ```
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct NpcReplied {

@@ -248,6 +248,25 @@ impl AssetLoader for PersonaLoader {
 ///
 /// The memory belongs to `id`, not to the entity: despawn the entity with its level,
 /// spawn another with the same id later, and the NPC remembers.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// // A persona from a `*.npc.ron` asset...
+/// fn spawn_echo7(mut commands: Commands, assets: Res<AssetServer>) {
+///     commands.spawn(Npc::new("echo7", assets.load("npcs/echo7.npc.ron")));
+/// }
+///
+/// // ...or built in code.
+/// fn spawn_guard(mut commands: Commands, mut personas: ResMut<Assets<Persona>>) {
+///     let persona = personas.add(Persona::new("Guard", "You guard the north gate."));
+///     commands.spawn(Npc::new("guard", persona));
+/// }
+/// # App::new()
+/// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
+/// #     .add_systems(Startup, (spawn_echo7, spawn_guard))
+/// #     .update();
+/// ```
 #[derive(Component, Clone, Debug)]
 pub struct Npc {
     /// Whose memory this entity speaks with.

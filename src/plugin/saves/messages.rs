@@ -11,6 +11,26 @@ use crate::save::{LoadError, SaveError, UnusableSave};
 /// replace any file, and lifts an autosave pause on that path once written. The
 /// snapshot is taken when asked; if that file is being loaded, the write waits for
 /// the load to finish.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// fn save_slot_one(mut save: MessageWriter<SaveMemory>) {
+///     save.write(SaveMemory::new("saves/slot1.json"));
+/// }
+///
+/// fn report_saves(mut saved: MessageReader<MemorySaved>, mut failed: MessageReader<MemorySaveFailed>) {
+///     for done in saved.read() {
+///         info!("saved {} NPCs to {}", done.npcs, done.path.display());
+///     }
+///     for failure in failed.read() {
+///         warn!("could not save to {}: {}", failure.path.display(), failure.error);
+///     }
+/// }
+/// # App::new()
+/// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
+/// #     .add_systems(Update, (save_slot_one, report_saves));
+/// ```
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct SaveMemory {
