@@ -17,6 +17,8 @@ mod offline_facts;
 #[cfg(feature = "http")]
 mod openai;
 mod scripted;
+#[cfg(feature = "http")]
+mod tokio_task;
 
 pub use crate::memory::SummaryInput;
 pub use backend::{
@@ -32,3 +34,5 @@ pub use offline::OfflineBackend;
 #[cfg(feature = "http")]
 pub use openai::{ApiKey, OpenAiBackend, OpenAiConfig, ResponseLimits, RetryPolicy};
 pub use scripted::{ScriptStep, ScriptedBackend};
+#[cfg(feature = "http")]
+pub(crate) use tokio_task::AbortOnDrop;

@@ -16,6 +16,8 @@ use bevy::tasks::{IoTaskPool, Task, futures_lite::future};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::messages::{SummaryBackend, SwitchBackend};
+#[cfg(feature = "http")]
+use crate::backends::AbortOnDrop;
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
 };
@@ -43,18 +45,6 @@ enum Running {
     Pool(Task<()>),
     #[cfg(feature = "http")]
     Tokio(AbortOnDrop),
-}
-
-/// A task on the game's tokio runtime, aborted when its ticket goes.
-#[cfg(feature = "http")]
-#[derive(Debug)]
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-#[cfg(feature = "http")]
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl Ticket {

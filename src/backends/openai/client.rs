@@ -15,6 +15,7 @@ use super::retry_after;
 use super::sse::SseReader;
 use super::think::{ThinkFilter, strip_think};
 use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions};
+use crate::backends::AbortOnDrop;
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ResponsePart, TokenUsage,
@@ -154,14 +155,6 @@ async fn on_shared_runtime(
         // The plugin's panic guard reports it as `BackendError::Panicked`.
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         Err(_) => Err(BackendError::Cancelled),
-    }
-}
-
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
