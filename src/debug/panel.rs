@@ -106,7 +106,7 @@ struct Sources<'w> {
     logs: Res<'w, ChatLogs>,
     windows: Res<'w, RollingWindows>,
     contexts: Res<'w, ContextMemoryManager>,
-    conversations: Res<'w, NpcRequests>,
+    requests: Res<'w, NpcRequests>,
     usage: Res<'w, LlmUsage>,
     saves: Res<'w, SaveSettings>,
 }
@@ -145,7 +145,7 @@ fn draw_panel(
             &sources.logs,
             &sources.windows,
             &sources.contexts,
-            &sources.conversations,
+            &sources.requests,
             &sources.usage,
         )
     });

@@ -155,7 +155,7 @@ impl NpcMemoryReport {
         logs: &ChatLogs,
         windows: &RollingWindows,
         contexts: &ContextMemoryManager,
-        conversations: &NpcRequests,
+        requests: &NpcRequests,
         usage: &LlmUsage,
     ) -> Option<Self> {
         let log = logs.get(npc)?;
@@ -205,9 +205,9 @@ impl NpcMemoryReport {
                 .collect(),
             pending: log.next_index().saturating_sub(covered),
             threshold: context.threshold(),
-            reply_in_flight: conversations.reply_in_flight(npc),
-            summary_in_flight: conversations.summary_in_flight(npc),
-            queued_lines: conversations.queued_lines(npc).map(str::to_owned).collect(),
+            reply_in_flight: requests.reply_in_flight(npc),
+            summary_in_flight: requests.summary_in_flight(npc),
+            queued_lines: requests.queued_lines(npc).map(str::to_owned).collect(),
             degradations: context
                 .degradations()
                 .iter()
