@@ -143,11 +143,12 @@ pub mod prelude {
     pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role};
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ContextMemoryManager, ImportUnitySave, LlmUsage, LoadMemory,
-        MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved, Npc, NpcMemoryDegraded,
-        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
-        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
+        MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, MemorySaveFailed,
+        MemorySaved, Npc, NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySnapshot,
+        NpcMemorySystems, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcRequests,
+        NpcSummaryUpdated, Persona, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
+        ResumeAutosave, RollingWindows, SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow,
+        SwitchBackend, TalkToNpc,
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};

@@ -1,5 +1,6 @@
 //! The numbers and wording that shape one NPC's memory.
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 use super::facts::FactsConfig;
@@ -11,7 +12,9 @@ use super::segments::SegmentConfig;
 ///
 /// The defaults follow the seed: a 20-message window (system prompt included) and a
 /// summary every half window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct MemoryConfig {
     /// Messages in the rolling window (L1), the system prompt included. At least 2.
@@ -41,7 +44,9 @@ impl Default for MemoryConfig {
 
 /// The parts of memory beyond basic mode's window and rolling summary. Each can be
 /// switched on alone; [`MemoryFeatures::layered`] switches on all of them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct MemoryFeatures {
     /// Recall of raw old messages from the full log.
@@ -107,7 +112,9 @@ impl MemoryConfig {
 }
 
 /// The token budget of a reply prompt and how its flexible part is shared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct PromptBudget {
     /// Most estimated tokens per reply prompt. `None` sends every section whole.
@@ -128,7 +135,9 @@ impl Default for PromptBudget {
 
 /// Shares of the flexible room. They need not add up to one: each is a first claim,
 /// and leftovers go to the recalled messages, then the window, then the summaries.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct SectionShares {
     /// The covered, most recent messages of the window.

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 use super::message::{ChatMessage, LogIndex};
@@ -16,7 +17,9 @@ use super::tokens::estimate_tokens;
 
 /// When old memories are compressed and dropped. Ages count messages, not game
 /// time, so a game that pauses for a week forgets nothing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct ForgettingPolicy {
     /// Off by default: nothing is ever forgotten.

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 /// Who spoke a message.
@@ -83,7 +84,13 @@ impl PromptMessage {
 ///
 /// Memory is keyed by this id, not by an `Entity`, so it outlives entities that are
 /// despawned with a level and is found again when the NPC is spawned anew.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// It reflects as an opaque value written as its text, so scenes and reflection-based
+/// saves can hold it.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(opaque)]
+#[reflect(Serialize, Deserialize, Debug, PartialEq, Hash, Clone)]
 #[serde(transparent)]
 pub struct NpcId(Arc<str>);
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 /// What an NPC is, before any memory is added: its name and its system prompt.
@@ -19,7 +20,9 @@ pub struct PersonaPrompt {
 }
 
 /// Language of the built-in wording for summaries and labels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 pub enum PromptLanguage {
     /// English wording.
     #[default]

@@ -10,6 +10,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 use super::message::LogIndex;
@@ -55,7 +56,9 @@ impl SummarySegment {
 }
 
 /// When segmented summaries are on and how they are compacted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct SegmentConfig {
     /// Keep one segment per summary instead of one rolling summary. Off by default:

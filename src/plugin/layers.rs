@@ -153,10 +153,6 @@ impl Layers<'_> {
         std::mem::take(&mut self.changes.dirty)
     }
 
-    pub(crate) fn has_changes(&self) -> bool {
-        !self.changes.dirty.is_empty()
-    }
-
     /// The NPC's memory as data, for a save.
     pub(crate) fn parts(&self, npc: &NpcId) -> Option<MemoryParts> {
         Some(MemoryParts::of(

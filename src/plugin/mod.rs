@@ -30,8 +30,9 @@ pub use messages::{
 pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
 pub use requests::NpcRequests;
 pub use saves::{
-    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
-    ResumeAutosave, SaveMemory, SaveSettings,
+    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
+    MemoryRestored, MemorySaveFailed, MemorySaved, NpcMemorySnapshot, ResumeAutosave, SaveMemory,
+    SaveSettings,
 };
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
@@ -45,14 +46,16 @@ use crate::memory::MemoryFeatures;
 /// replies the frame they arrive.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NpcMemorySystems {
-    /// Personas that were spawned, loaded or edited reach their NPC's memory.
+    /// A memory snapshot the game put in is restored; personas that were spawned,
+    /// loaded or edited reach their NPC's memory.
     Personas,
     /// Player lines, clears, reconfigurations and summary requests are taken;
     /// requests start.
     Intake,
     /// Finished requests come back: replies and summaries enter memory.
     Collect,
-    /// Saves, loads and autosave: snapshots go to the IO task pool, results come back.
+    /// Saves, loads and autosave: snapshots go to the IO task pool, results come
+    /// back. Last, [`NpcMemorySnapshot`] is brought up to date.
     Persist,
 }
 
@@ -218,7 +221,11 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<NpcRequests>()
             .init_resource::<persona::PersonaBindings>()
             .init_asset::<Persona>()
+            .register_asset_reflect::<Persona>()
             .register_asset_loader(PersonaLoader)
+            // Reflected so that inspectors show them and scenes and saves hold NPCs.
+            .register_type::<Npc>()
+            .register_type::<NpcMemorySettings>()
             .add_observer(persona::on_npc_added)
             .configure_sets(
                 Update,
@@ -233,10 +240,17 @@ impl Plugin for NpcMemoryPlugin {
             .add_systems(
                 Update,
                 (
-                    systems::apply_personas.in_set(NpcMemorySystems::Personas),
+                    (saves::restore_snapshot, systems::apply_personas)
+                        .chain()
+                        .in_set(NpcMemorySystems::Personas),
                     systems::take_requests.in_set(NpcMemorySystems::Intake),
                     systems::collect_results.in_set(NpcMemorySystems::Collect),
-                    (saves::take_save_requests, saves::autosave, saves::finish_io)
+                    (
+                        saves::take_save_requests,
+                        saves::autosave,
+                        saves::finish_io,
+                        saves::keep_snapshot_current,
+                    )
                         .chain()
                         .in_set(NpcMemorySystems::Persist),
                 ),

@@ -26,7 +26,9 @@ use crate::memory::{
 ///                prompt_budget: 2000, forgetting: false), // optional, each optional
 /// )
 /// ```
-#[derive(Asset, TypePath, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Debug, PartialEq, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Persona {
     /// The NPC's display name.
@@ -55,7 +57,9 @@ pub struct Persona {
 
 /// Per-persona switches for the memory features beyond basic mode. Each left unset
 /// keeps the plugin's setting.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(deny_unknown_fields, default)]
 pub struct PersonaFeatures {
     /// Recall of raw old messages.
@@ -267,7 +271,12 @@ impl AssetLoader for PersonaLoader {
 /// #     .add_systems(Startup, (spawn_echo7, spawn_guard))
 /// #     .update();
 /// ```
-#[derive(Component, Clone, Debug)]
+///
+/// `Npc` is reflected, so NPCs can be placed in scene files and reflection-based
+/// saves; the persona is stored as its asset path.
+#[derive(Component, Clone, Debug, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Component, Debug, Clone)]
 pub struct Npc {
     /// Whose memory this entity speaks with.
     pub id: NpcId,

@@ -8,7 +8,9 @@ use crate::memory::MemoryConfig;
 
 /// Settings of the whole plugin. Change the resource at run time to affect NPCs
 /// whose memory is created afterwards; personas may override the memory sizes.
-#[derive(Resource, Clone, Debug, PartialEq)]
+#[derive(Resource, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Resource, Debug, PartialEq, Default, Clone)]
 pub struct NpcMemorySettings {
     /// Window, threshold and limits for NPCs whose persona does not set them.
     pub memory: MemoryConfig,

@@ -23,6 +23,7 @@ pub const SAVE_FORMAT_VERSION: u32 = 3;
 /// It is `Reflect` (as an opaque, serde-backed value), so reflection-based save
 /// systems can store it whole.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::save"]
 #[reflect(opaque)]
 #[reflect(Serialize, Deserialize, Debug, PartialEq, Clone)]
 #[serde(deny_unknown_fields)]

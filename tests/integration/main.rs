@@ -10,6 +10,7 @@ mod busy_queue;
 mod debug_report;
 mod degradation;
 mod echo7_walkthrough;
+mod game_save;
 mod hostile_saves;
 #[cfg(feature = "http")]
 mod http_backend;
@@ -22,6 +23,7 @@ mod persistence;
 mod personas;
 #[cfg(feature = "http")]
 mod real_server;
+mod reflection;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;

@@ -1,12 +1,15 @@
 //! Whether pinned facts are on, and how large they may grow.
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 /// Settings of pinned facts for one NPC.
 ///
 /// Off by default, so memory behaves exactly as in basic mode unless a game
 /// opts in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct FactsConfig {
     /// Whether summaries also update facts and the facts enter the system prompt.

@@ -192,7 +192,9 @@ impl std::fmt::Display for MemoryLoadFailed {
 }
 
 /// Save settings. Change them at run time, e.g. to switch the autosave slot.
-#[derive(Resource, Clone, Debug, PartialEq)]
+#[derive(Resource, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Resource, Debug, PartialEq, Default, Clone)]
 pub struct SaveSettings {
     /// Where autosave writes after every message and summary. `None` turns it off.
     /// A slot that exists when the app starts is loaded first, as the original ECHO-7 game restores
@@ -212,5 +214,29 @@ impl Default for SaveSettings {
             autosave: None,
             max_file_bytes: 256 * 1024 * 1024,
         }
+    }
+}
+
+/// An [`NpcMemorySnapshot`](super::NpcMemorySnapshot) put in by the game (or its
+/// save system) replaced every NPC's memory.
+#[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryRestored {
+    /// The NPCs whose memory it set.
+    pub npcs: Vec<NpcId>,
+}
+
+/// An [`NpcMemorySnapshot`](super::NpcMemorySnapshot) put in by the game could not
+/// be read. The memory in use is untouched.
+#[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryRestoreFailed {
+    /// What was wrong with it.
+    pub error: LoadError,
+}
+
+impl std::fmt::Display for MemoryRestoreFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "could not restore NPC memory: {}", self.error)
     }
 }

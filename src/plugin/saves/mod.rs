@@ -10,6 +10,8 @@
 //! or sends [`ResumeAutosave`].
 
 mod messages;
+mod restore;
+mod snapshot;
 mod state;
 mod systems;
 
@@ -18,9 +20,11 @@ use bevy::prelude::*;
 use crate::save::SaveGame;
 
 pub use messages::{
-    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
-    ResumeAutosave, SaveMemory, SaveSettings,
+    ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
+    MemoryRestored, MemorySaveFailed, MemorySaved, ResumeAutosave, SaveMemory, SaveSettings,
 };
+pub(crate) use restore::{keep_snapshot_current, restore_snapshot};
+pub use snapshot::NpcMemorySnapshot;
 pub(crate) use systems::{
     autosave, finish_io, flush_on_exit, load_autosave_slot, take_save_requests,
 };
@@ -30,7 +34,10 @@ use state::SaveState;
 pub(crate) fn plugin(app: &mut App, settings: SaveSettings) {
     app.insert_resource(settings)
         .init_resource::<SaveState>()
+        .init_resource::<NpcMemorySnapshot>()
+        .register_type::<NpcMemorySnapshot>()
         .register_type::<SaveGame>()
+        .register_type::<SaveSettings>()
         .add_message::<SaveMemory>()
         .add_message::<LoadMemory>()
         .add_message::<ResumeAutosave>()
@@ -38,5 +45,7 @@ pub(crate) fn plugin(app: &mut App, settings: SaveSettings) {
         .add_message::<MemorySaved>()
         .add_message::<MemorySaveFailed>()
         .add_message::<MemoryLoaded>()
-        .add_message::<MemoryLoadFailed>();
+        .add_message::<MemoryLoadFailed>()
+        .add_message::<MemoryRestored>()
+        .add_message::<MemoryRestoreFailed>();
 }

@@ -63,6 +63,10 @@ pub(super) fn run_write(
 #[derive(Resource)]
 pub(crate) struct SaveState {
     pub(super) snapshot: HashMap<NpcId, Arc<NpcSave>>,
+    /// The save built from `snapshot`, until an NPC changes.
+    latest: Option<Arc<SaveGame>>,
+    /// Memory changed since autosave last queued a write.
+    pub(super) autosave_due: bool,
     pub(super) queue: VecDeque<WriteJob>,
     pub(super) in_flight: Option<InFlight>,
     pub(super) next_write: u64,
@@ -90,6 +94,8 @@ impl Default for SaveState {
         let (sender, receiver) = unbounded();
         Self {
             snapshot: HashMap::new(),
+            latest: None,
+            autosave_due: false,
             queue: VecDeque::new(),
             in_flight: None,
             next_write: 0,
@@ -103,10 +109,14 @@ impl Default for SaveState {
 }
 
 impl SaveState {
-    /// A save of every NPC. Only NPCs changed since the last snapshot are taken
-    /// apart again; the rest are shared with it.
-    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
-        for npc in dialogue.layers().take_changed() {
+    /// Takes apart again the NPCs changed since the last call; the rest stay shared
+    /// with the previous snapshot. Returns whether any had changed.
+    pub(super) fn refresh(&mut self, dialogue: &mut Dialogue) -> bool {
+        let changed = dialogue.layers().take_changed();
+        if changed.is_empty() {
+            return false;
+        }
+        for npc in changed {
             match dialogue.layers().parts(&npc) {
                 Some(memory) => {
                     let mut save = NpcSave::new(npc.clone(), memory);
@@ -116,7 +126,30 @@ impl SaveState {
                 None => self.snapshot.remove(&npc),
             };
         }
-        Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+        self.latest = None;
+        self.autosave_due = true;
+        true
+    }
+
+    /// A save of every NPC's memory as it is now.
+    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
+        self.refresh(dialogue);
+        self.latest
+            .get_or_insert_with(|| {
+                Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+            })
+            .clone()
+    }
+
+    /// The memory just became `save`'s (a load or a restore): nothing needs saving.
+    pub(super) fn replaced_by(&mut self, save: &SaveGame) {
+        self.snapshot = save
+            .npcs
+            .iter()
+            .map(|npc| (npc.id.clone(), npc.clone()))
+            .collect();
+        self.latest = None;
+        self.autosave_due = false;
     }
 
     pub(super) fn reading(&self) -> bool {
@@ -246,9 +279,11 @@ impl SaveState {
         settings: &SaveSettings,
     ) -> Option<WriteJob> {
         let path = settings.autosave.clone()?;
+        let save = self.snapshot(dialogue);
+        self.autosave_due = false;
         Some(WriteJob {
             path,
-            save: self.snapshot(dialogue),
+            save,
             autosave: true,
             max_bytes: settings.max_file_bytes,
         })

@@ -118,7 +118,8 @@ pub(crate) fn autosave(
     let Some(path) = &settings.autosave else {
         return;
     };
-    if !state.autosave_may_write(path) || !dialogue.layers().has_changes() {
+    state.refresh(&mut dialogue);
+    if !state.autosave_may_write(path) || !state.autosave_due {
         return;
     }
     if let Some(job) = state.autosave_job(&mut dialogue, &settings) {
@@ -173,7 +174,7 @@ pub(crate) fn finish_io(
                         state
                             .queue
                             .retain(|job| !(job.autosave && job.path == path));
-                        let npcs = replace_memory(&mut dialogue, &mut state, save, &personas);
+                        let npcs = replace_memory(&mut dialogue, &mut state, &save, &personas);
                         if let Some(from) = &recovered_from {
                             tracing::warn!("restored {} from its backup: {from}", read.display());
                         }
@@ -289,9 +290,10 @@ pub(crate) fn flush_on_exit(
     if exits.read().next().is_none() {
         return;
     }
+    state.refresh(&mut dialogue);
     if let Some(path) = &settings.autosave
         && state.autosave_may_write(path)
-        && dialogue.layers().has_changes()
+        && state.autosave_due
         && let Some(job) = state.autosave_job(&mut dialogue, &settings)
     {
         state.queue_write(job);
@@ -300,27 +302,26 @@ pub(crate) fn flush_on_exit(
 }
 
 /// Swaps every NPC's memory for a save's; returns the NPCs it held.
-fn replace_memory(
+pub(super) fn replace_memory(
     dialogue: &mut Dialogue,
     state: &mut SaveState,
-    save: SaveGame,
+    save: &SaveGame,
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
     dialogue.cancel_all();
     let layers = dialogue.layers();
     layers.remove_all();
-    state.snapshot.clear();
+    state.replaced_by(save);
     let mut ids = Vec::with_capacity(save.npcs.len());
     let mut waiting = Vec::new();
-    for npc in save.npcs {
-        // Checked when the file was read, so this cannot fail.
+    for npc in &save.npcs {
+        // Checked when the save was read, so this cannot fail.
         if let Ok(memory) = npc.memory.clone().into_memory() {
             layers.insert(npc.id.clone(), memory);
             ids.push(npc.id.clone());
             if !npc.queued.is_empty() {
                 waiting.push((npc.id.clone(), npc.queued.clone()));
             }
-            state.snapshot.insert(npc.id.clone(), npc);
         }
     }
     // Just loaded, so nothing needs saving yet; a live persona that differs from the

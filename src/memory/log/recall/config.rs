@@ -1,5 +1,6 @@
 //! The knobs of recall. BM25 does the ranking; everything else only nudges it.
 
+use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 /// How old messages are recalled from the full log (L2).
@@ -7,7 +8,9 @@ use serde::{Deserialize, Serialize};
 /// Off by default: basic mode sends only the window and the summary, and that stays
 /// the default behaviour. The weights are multipliers on the BM25 score and kept
 /// mild, so they only reorder messages that match about equally well.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
 pub struct RecallConfig {
     /// Whether to recall at all. When `false`, queries return nothing.

@@ -1,0 +1,127 @@
+//! Reflection: NPCs placed in scene files, and the settings editable the way an
+//! inspector edits them.
+
+use bevy::prelude::*;
+use bevy::reflect::GetPath;
+use bevy::world_serialization::serde::WorldDeserializer;
+use bevy_npc_memory::prelude::*;
+use serde::de::DeserializeSeed;
+
+use crate::support::Harness;
+
+/// A scene file placing ECHO-7, as a level designer would write it: the NPC's id
+/// and its persona's asset path. Type paths are stable: `bevy_npc_memory::Npc`.
+const BUNKER_SCENE: &str = r#"(
+  resources: {},
+  entities: {
+    1: (
+      components: {
+        "bevy_npc_memory::Npc": (
+          id: "echo7",
+          persona: Path("npcs/echo7.npc.ron"),
+        ),
+      },
+    ),
+  },
+)"#;
+
+fn spawn_scene(h: &mut Harness, text: &str) {
+    let world = h.app.world_mut();
+    let mut assets = world.resource::<AssetServer>().clone();
+    let registry = world.resource::<AppTypeRegistry>().clone();
+    let scene = {
+        let registry = registry.read();
+        let mut deserializer = ron::Deserializer::from_str(text).unwrap();
+        WorldDeserializer {
+            type_registry: &registry,
+            load_from_path: &mut assets,
+        }
+        .deserialize(&mut deserializer)
+        .expect("the scene parses")
+    };
+    scene
+        .write_to_world(world, &mut Default::default())
+        .expect("the scene spawns");
+}
+
+#[test]
+fn an_npc_placed_in_a_scene_file_talks_and_remembers() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    spawn_scene(&mut h, BUNKER_SCENE);
+    let npc = NpcId::new("echo7");
+    h.run_until("the scene's persona loads", |world| {
+        world.resource::<ContextMemoryManager>().get(&npc).is_some()
+    });
+    let system_prompt = h.window("echo7")[0].content.to_string();
+    assert!(
+        system_prompt.contains("ECHO-7"),
+        "the persona file named in the scene: {system_prompt}"
+    );
+    h.say("echo7", "My name is Alex.");
+    h.wait_for_replies(1);
+    h.say("echo7", "What is my name?");
+    h.wait_for_replies(2);
+    let said: Vec<_> = h.log("echo7").into_iter().map(|(_, text)| text).collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[0], "My name is Alex.");
+    assert_eq!(said[2], "What is my name?");
+}
+
+/// What bevy-inspector-egui does: find the resource by reflection and edit a field
+/// by path. The plugin then works with the edited value.
+#[test]
+fn settings_and_features_are_edited_by_reflection() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    let registry = h.app.world().resource::<AppTypeRegistry>().clone();
+    {
+        let registry = registry.read();
+        for path in [
+            "bevy_npc_memory::Npc",
+            "bevy_npc_memory::NpcMemorySettings",
+            "bevy_npc_memory::SaveSettings",
+            "bevy_npc_memory::NpcMemorySnapshot",
+            "bevy_npc_memory::Persona",
+            "bevy_npc_memory::memory::MemoryFeatures",
+            "bevy_npc_memory::memory::NpcId",
+        ] {
+            assert!(
+                registry.get_with_type_path(path).is_some(),
+                "{path} is registered"
+            );
+        }
+        // Resources are components of resource entities; an inspector edits them
+        // through `ReflectComponent`.
+        let reflect = registry
+            .get_with_type_path("bevy_npc_memory::NpcMemorySettings")
+            .unwrap()
+            .data::<ReflectComponent>()
+            .expect("reflected as a resource");
+        let world = h.app.world_mut();
+        let id = reflect.register_component(world);
+        let entity = world.resource_entities().get(id).unwrap();
+        let mut reflected = reflect.reflect_mut(world.entity_mut(entity)).unwrap();
+        let value: &mut dyn Reflect = &mut *reflected;
+        *value
+            .reflect_path_mut("memory.max_context_window")
+            .unwrap()
+            .try_downcast_mut::<usize>()
+            .unwrap() = 4;
+        *value
+            .reflect_path_mut("memory.features.recall.enabled")
+            .unwrap()
+            .try_downcast_mut::<bool>()
+            .unwrap() = true;
+    }
+    let settings = h.app.world().resource::<NpcMemorySettings>();
+    assert_eq!(settings.memory.max_context_window, 4);
+    assert!(settings.memory.features.recall.enabled);
+    h.spawn("guard", crate::support::persona("Guard"));
+    for line in ["one", "two", "three"] {
+        h.say("guard", line);
+        h.settle();
+    }
+    assert!(
+        h.window("guard").len() <= 4,
+        "the NPC spawned after the edit uses the edited window"
+    );
+}
