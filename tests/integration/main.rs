@@ -14,6 +14,7 @@ mod game_save;
 mod hostile_saves;
 #[cfg(feature = "http")]
 mod http_backend;
+mod inspector;
 mod isolation;
 mod layered_memory;
 mod lifecycle;

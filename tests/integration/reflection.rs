@@ -125,3 +125,37 @@ fn settings_and_features_are_edited_by_reflection() {
         "the NPC spawned after the edit uses the edited window"
     );
 }
+
+/// What a console command or Bevy's remote protocol does: build a message from
+/// text by reflection and write it. Here, a save.
+#[test]
+fn messages_can_be_written_by_reflection() {
+    use bevy::ecs::reflect::ReflectMessage;
+    use bevy::reflect::serde::TypedReflectDeserializer;
+
+    let dir = crate::support::temp_dir("reflected-save");
+    let path = dir.join("slot.json");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", crate::support::persona("ECHO-7"));
+    h.say("echo7", "Remember the blue door.");
+    h.wait_for_replies(1);
+    let registry = h.app.world().resource::<AppTypeRegistry>().clone();
+    {
+        let registry = registry.read();
+        let registration = registry
+            .get_with_type_path("bevy_npc_memory::SaveMemory")
+            .expect("SaveMemory is registered");
+        let text = format!("(path: {:?})", path.to_str().unwrap());
+        let message = TypedReflectDeserializer::new(registration, &registry)
+            .deserialize(&mut ron::Deserializer::from_str(&text).unwrap())
+            .unwrap();
+        registration
+            .data::<ReflectMessage>()
+            .expect("reflected as a message")
+            .write_message(h.app.world_mut(), &*message, &registry);
+    }
+    h.wait_for::<MemorySaved>(1);
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(saved.contains("Remember the blue door."));
+    std::fs::remove_dir_all(dir).ok();
+}

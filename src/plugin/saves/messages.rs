@@ -31,7 +31,9 @@ use crate::save::{LoadError, SaveError, UnusableSave};
 /// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
 /// #     .add_systems(Update, (save_slot_one, report_saves));
 /// ```
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct SaveMemory {
     /// Where to write.
@@ -53,7 +55,9 @@ impl SaveMemory {
 /// A file from a newer build, or one that cannot be read (`LoadError::Io`), is left
 /// in place. Any failure but a plain [`LoadError::NotFound`] pauses autosave for
 /// that path (see [`ResumeAutosave`]).
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct LoadMemory {
     /// What to read.
@@ -71,7 +75,9 @@ impl LoadMemory {
 /// file it never read) paused it, accepting that the memory in use replaces what is
 /// there. If `path` is the autosave slot, the memory in use is written at once.
 /// A successful [`LoadMemory`] or a [`SaveMemory`] of that path lifts the pause too.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct ResumeAutosave {
     /// The paused file.
@@ -86,7 +92,9 @@ impl ResumeAutosave {
 }
 
 /// Import the original ECHO-7 game's Unity `savegame.json` layout into one NPC's memory.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct ImportUnitySave {
     /// The Unity save file.
