@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
+use super::messages::SwitchBackend;
 use crate::backends::{LocalLlmBackend, ModelStatus};
 
 /// A local model finished loading and answers now.
@@ -36,25 +37,60 @@ pub struct LocalModelFailed {
 
 /// Local models still loading. The resource is removed once all have reported,
 /// so an app with a loaded model pays nothing per frame.
-#[derive(Resource)]
+#[derive(Resource, Default)]
 struct PendingModelLoads(Vec<LocalLlmBackend>);
+
+impl PendingModelLoads {
+    /// Watches a model unless one with the same file is watched already.
+    fn watch(&mut self, backend: LocalLlmBackend) {
+        if !self.0.iter().any(|known| known.same_model(&backend)) {
+            self.0.push(backend);
+        }
+    }
+}
 
 pub(crate) fn plugin(app: &mut App, backends: Vec<LocalLlmBackend>) {
     app.add_message::<LocalModelLoaded>()
-        .add_message::<LocalModelFailed>();
-    let mut unique: Vec<LocalLlmBackend> = Vec::new();
-    for backend in backends {
-        if !unique.iter().any(|known| known.same_model(&backend)) {
-            unique.push(backend);
-        }
+        .add_message::<LocalModelFailed>()
+        .add_systems(
+            PreUpdate,
+            (
+                watch_switched_models,
+                report_model_loads.run_if(resource_exists::<PendingModelLoads>),
+            )
+                .chain(),
+        );
+    if !backends.is_empty() {
+        let mut pending = PendingModelLoads::default();
+        backends
+            .into_iter()
+            .for_each(|backend| pending.watch(backend));
+        app.insert_resource(pending);
     }
-    if unique.is_empty() {
+}
+
+/// A local model switched in while the game runs is reported like one given at
+/// startup.
+fn watch_switched_models(
+    mut commands: Commands,
+    mut switches: MessageReader<SwitchBackend>,
+    pending: Option<ResMut<PendingModelLoads>>,
+) {
+    let models: Vec<_> = switches
+        .read()
+        .filter_map(|switch| switch.local_model.clone())
+        .collect();
+    if models.is_empty() {
         return;
     }
-    app.insert_resource(PendingModelLoads(unique)).add_systems(
-        PreUpdate,
-        report_model_loads.run_if(resource_exists::<PendingModelLoads>),
-    );
+    let mut watched = PendingModelLoads::default();
+    if let Some(mut pending) = pending {
+        std::mem::swap(&mut watched, &mut *pending);
+    }
+    models
+        .into_iter()
+        .for_each(|backend| watched.watch(backend));
+    commands.insert_resource(watched);
 }
 
 fn report_model_loads(

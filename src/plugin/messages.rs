@@ -277,8 +277,8 @@ pub struct NpcMemoryDegraded {
 /// use the new one. Memory is untouched.
 ///
 /// Summaries use the reply backend unless told otherwise, and then follow it
-/// through switches. Model-load messages (`LocalModelLoaded`) are only sent for
-/// backends given at startup; ask a switched-in `LocalLlmBackend` its `status()`.
+/// through switches. A `LocalLlmBackend` switched in reports its model's load with
+/// `LocalModelLoaded` or `LocalModelFailed`, as one given at startup does.
 ///
 /// ```
 /// # use bevy::prelude::*;
@@ -292,6 +292,9 @@ pub struct NpcMemoryDegraded {
 pub struct SwitchBackend {
     pub(crate) replies: Option<Arc<dyn ChatBackend>>,
     pub(crate) summaries: SummaryBackend,
+    /// Local models among the new backends, whose load the game is told about.
+    #[cfg(feature = "local-llm")]
+    pub(crate) local_model: Option<crate::backends::LocalLlmBackend>,
 }
 
 /// Which backend summaries use after a [`SwitchBackend`].
@@ -307,6 +310,8 @@ impl SwitchBackend {
     /// backend.
     pub fn replies(backend: impl ChatBackend) -> Self {
         Self {
+            #[cfg(feature = "local-llm")]
+            local_model: super::local_model_of(&backend),
             replies: Some(Arc::new(backend)),
             summaries: SummaryBackend::Unchanged,
         }
@@ -315,6 +320,8 @@ impl SwitchBackend {
     /// Summaries use `backend` from now on; replies keep theirs.
     pub fn summaries(backend: impl ChatBackend) -> Self {
         Self {
+            #[cfg(feature = "local-llm")]
+            local_model: super::local_model_of(&backend),
             replies: None,
             summaries: SummaryBackend::Own(Arc::new(backend)),
         }
@@ -324,6 +331,8 @@ impl SwitchBackend {
     /// later reply switches.
     pub fn both(backend: impl ChatBackend) -> Self {
         Self {
+            #[cfg(feature = "local-llm")]
+            local_model: super::local_model_of(&backend),
             replies: Some(Arc::new(backend)),
             summaries: SummaryBackend::SameAsReplies,
         }

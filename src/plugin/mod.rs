@@ -273,7 +273,9 @@ impl Plugin for NpcMemoryPlugin {
 /// this is how the plugin learns, without a trait method every other backend would
 /// have to carry, which backends have a model to wait for.
 #[cfg(feature = "local-llm")]
-fn local_model_of<B: ChatBackend>(backend: &B) -> Option<crate::backends::LocalLlmBackend> {
+pub(crate) fn local_model_of<B: ChatBackend>(
+    backend: &B,
+) -> Option<crate::backends::LocalLlmBackend> {
     (backend as &dyn std::any::Any)
         .downcast_ref::<crate::backends::LocalLlmBackend>()
         .cloned()

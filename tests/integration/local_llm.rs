@@ -487,3 +487,23 @@ fn a_player_typing_control_tokens_gets_a_normal_reply_and_keeps_the_line() {
     });
     assert_eq!(specials_in(&sent, &ids), specials_in(&benign, &ids));
 }
+
+/// A model switched in from a settings menu reports its load like one given at
+/// startup; here the file is missing, so it fails, and the game hears of it.
+#[test]
+fn a_model_switched_in_reports_its_load() {
+    let dir = temp_dir("local-switched");
+    let missing = dir.join("picked-in-the-menu.gguf");
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    add_inbox::<LocalModelLoaded>(&mut h.app);
+    add_inbox::<LocalModelFailed>(&mut h.app);
+    h.app.update();
+    let backend = LocalLlmBackend::new(config(missing.clone())).unwrap();
+    h.app
+        .world_mut()
+        .write_message(SwitchBackend::replies(backend));
+    h.wait_for::<LocalModelFailed>(1);
+    assert_eq!(h.inbox::<LocalModelFailed>()[0].path, missing);
+    assert!(h.inbox::<LocalModelLoaded>().is_empty());
+    std::fs::remove_dir_all(dir).ok();
+}
