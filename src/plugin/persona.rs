@@ -267,7 +267,14 @@ impl AssetLoader for PersonaLoader {
 /// #     .add_systems(Startup, (spawn_echo7, spawn_guard))
 /// #     .update();
 /// ```
+///
+/// Every NPC entity gets an [`NpcState`](crate::prelude::NpcState) showing what it
+/// is doing. Inserting an `Npc` with another id on the same entity rebinds it: the
+/// entity speaks for the new id from then on (entity events, state, persona), and
+/// the old id keeps its memory, as when an entity is despawned. Removing `Npc` or
+/// despawning the entity ends its entity events; the memory stays with the id.
 #[derive(Component, Clone, Debug)]
+#[require(super::npc_state::NpcState)]
 pub struct Npc {
     /// Whose memory this entity speaks with.
     pub id: NpcId,
@@ -341,12 +348,14 @@ impl PersonaBindings {
     }
 }
 
-pub(crate) fn on_npc_added(
-    add: On<Add, Npc>,
+/// An `Npc` was inserted: on a new entity, or over another one (a new id or
+/// persona), which binds the new pair the same way.
+pub(crate) fn on_npc_inserted(
+    insert: On<Insert, Npc>,
     npcs: Query<&Npc>,
     mut bindings: ResMut<PersonaBindings>,
 ) {
-    if let Ok(npc) = npcs.get(add.entity) {
+    if let Ok(npc) = npcs.get(insert.entity) {
         bindings.bind(npc.id.clone(), npc.persona.id());
     }
 }

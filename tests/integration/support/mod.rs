@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod fake_llm;
+pub mod held;
 
 use std::time::{Duration, Instant};
 
