@@ -160,11 +160,13 @@ fn two_npcs_talked_to_by_entity_fire_entity_events_with_matching_turn_ids() {
     let guard = h.spawn("guard", persona("Guard"));
     // A per-entity observer hears its own NPC only.
     h.app.init_resource::<GuardReplies>();
-    h.app.world_mut().entity_mut(guard).observe(
-        |ev: On<Replied>, mut replies: ResMut<GuardReplies>| {
-            replies.0.push((ev.npc.clone(), ev.turn));
-        },
-    );
+    command(&mut h, |commands| {
+        commands
+            .entity(guard)
+            .observe(|ev: On<Replied>, mut replies: ResMut<GuardReplies>| {
+                replies.0.push((ev.npc.clone(), ev.turn));
+            });
+    });
 
     // One NPC through the trigger, the other through the EntityCommands extension.
     command(&mut h, |commands| {
@@ -194,6 +196,15 @@ fn two_npcs_talked_to_by_entity_fire_entity_events_with_matching_turn_ids() {
         "the entity's line reached the NPC's memory"
     );
     // The messages, the bulk path, carry the same turns.
+    let started = h.inbox::<NpcReplyStarted>();
+    assert!(started.iter().any(|s| s.npc.as_str() == "echo7"
+        && s.turn == echo_turn
+        && &*s.line == "Hello, I'm Alex."));
+    assert!(
+        started
+            .iter()
+            .any(|s| s.npc.as_str() == "guard" && s.turn == guard_turn)
+    );
     let replied = h.inbox::<NpcReplied>();
     assert!(
         replied
@@ -262,6 +273,9 @@ fn an_interrupt_mid_stream_records_what_streamed_and_the_queue_carries_on() {
 
     let held =
         backend.push_held_with_late_piece(&["The reactor ", "is — ", "ünd "], "down.", "LATE ");
+    // The queued line's reply is held too, so the cancelled request's late piece
+    // arrives while another reply of the same NPC is in flight.
+    let next = backend.push_held(&["Nobody ", "but me."], "");
     command(&mut h, |c| {
         c.entity(npc)
             .talk("What happened here?")
@@ -323,18 +337,29 @@ fn an_interrupt_mid_stream_records_what_streamed_and_the_queue_carries_on() {
         )),
         "the entity hears the failure too"
     );
-    // ...and the waiting line, which kept its turn, is answered next.
-    h.wait_for_replies(2);
-    h.settle();
+    // ...and the waiting line, which kept its turn, starts next.
+    h.run_until("the queued line starts", |w| {
+        matches!(w.get::<NpcState>(npc), Some(NpcState::Thinking { turn }) if *turn > held_turn)
+    });
+    let queued_turn = state(&h, npc).turn().unwrap();
     // The backend's worker now streams a late piece of the cancelled request.
     held.finish.release();
     let late = backend.clone();
     h.run_until("the late piece is sent", move |_| {
         late.late_pieces_sent() == 1
     });
-    // The piece is in the plugin's channel now; one frame collects it.
+    // The piece is in the plugin's channel now; a frame collects it.
     h.app.update();
     h.app.update();
+    assert_eq!(
+        state(&h, npc),
+        NpcState::Thinking { turn: queued_turn },
+        "the late piece is not taken for the new turn's"
+    );
+    next.start.release();
+    next.finish.release();
+    h.wait_for_replies(2);
+    h.settle();
     assert!(
         !h.streamed().contains("LATE"),
         "a cancelled request delivers no late pieces"
@@ -351,7 +376,7 @@ fn an_interrupt_mid_stream_records_what_streamed_and_the_queue_carries_on() {
         (Role::User, "What happened here?".to_owned()),
         (Role::Assistant, "The reactor is — ünd ".to_owned()),
         (Role::User, "Is anyone there?".to_owned()),
-        (Role::Assistant, echo("echo7", "Is anyone there?")),
+        (Role::Assistant, "Nobody but me.".to_owned()),
     ];
     assert_eq!(h.log("echo7"), expected, "memory holds what the player saw");
     // The model saw the cut-off reply when it answered the next line.
@@ -367,8 +392,7 @@ fn an_interrupt_mid_stream_records_what_streamed_and_the_queue_carries_on() {
         .iter()
         .rposition(|s| matches!(s, Seen::Started { .. }))
         .unwrap();
-    let queued_turn = one_turn(&events[start..], "Is anyone there?");
-    assert!(queued_turn > held_turn);
+    assert_eq!(one_turn(&events[start..], "Is anyone there?"), queued_turn);
     assert!(
         !events
             .iter()
