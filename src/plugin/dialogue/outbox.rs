@@ -33,7 +33,7 @@ pub(crate) struct Outbox<'w, 's> {
 }
 
 impl Outbox<'_, '_> {
-    /// Fires `event(entity)` on each of the NPC's entities and applies `update` to
+    /// Fires an event on each of the NPC's entities (`fire`) and applies `update` to
     /// their states. Only the NPC's own entities are visited: nothing here grows
     /// with the number of NPCs.
     fn on_entities(
