@@ -150,6 +150,12 @@ pub mod prelude {
         ResumeAutosave, RollingWindows, SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow,
         SwitchBackend, TalkToNpc,
     };
+    // Entity-first dialogue: turn ids, interrupts, NPC state, and the entity events
+    // that mirror the reply messages.
+    pub use crate::plugin::{
+        Interrupt, InterruptNpc, NpcCommandsExt, NpcEntities, NpcReplyStarted, NpcState, Replied,
+        ReplyDelta, ReplyFailed, ReplyStarted, TalkTo, TurnId,
+    };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
 }

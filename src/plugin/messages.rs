@@ -7,16 +7,26 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
+use super::turn::TurnId;
 use crate::backends::{BackendError, ChatBackend};
 use crate::memory::{
     Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SummaryTrigger,
 };
 
-/// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`.
+/// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`,
+/// or, for a spawned NPC entity, trigger [`TalkTo`](crate::prelude::TalkTo) or call
+/// [`talk`](crate::prelude::NpcCommandsExt::talk) on its `EntityCommands`.
 ///
 /// The answer comes back as [`NpcReplied`] or [`NpcReplyFailed`]. While the NPC is
 /// still answering an earlier line, new lines queue (see
 /// [`NpcMemorySettings::max_queued_lines`](crate::NpcMemorySettings::max_queued_lines)).
+///
+/// Sending a message returns nothing, so the line's [`TurnId`] comes back with
+/// [`NpcReplyStarted`], sent when the NPC starts answering it (at once, or when a
+/// queued line's turn comes); it carries the line's text, so a game matches it to
+/// what it sent. Every delta, the reply and the failure of the line carry the same
+/// id. A line refused at once (busy, empty, unknown NPC) gets no id: its
+/// [`NpcReplyFailed`] has `turn: None`.
 ///
 /// ```
 /// # use bevy::prelude::*;
@@ -49,7 +59,8 @@ impl TalkToNpc {
 }
 
 /// Forget everything an NPC remembers (the persona stays). Requests in flight are
-/// cancelled and queued lines fail with [`ReplyError::Cancelled`].
+/// cancelled and queued lines fail with [`ReplyError::Cancelled`]. The reply in
+/// flight ends silently: it answered a line that is forgotten now.
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ClearNpcMemory {
@@ -146,6 +157,87 @@ impl RemovePinnedFact {
     }
 }
 
+/// Stops the reply an NPC is producing, and optionally the lines waiting for it,
+/// without touching its memory otherwise. For a spawned NPC entity, trigger
+/// [`Interrupt`](crate::prelude::Interrupt) or call
+/// [`interrupt_npc`](crate::prelude::NpcCommandsExt::interrupt_npc) on its
+/// `EntityCommands`.
+///
+/// What memory keeps:
+/// - The player's line stays in the log (L2) and the window (L1): it was said.
+/// - If part of the reply had already streamed as [`NpcReplyDelta`]s, exactly that
+///   part is recorded as the NPC's reply, cut off mid-sentence: the player saw it,
+///   so memory should hold it too. Pieces the backend produced that had not been
+///   passed on yet are dropped, and nothing later from the cancelled request is
+///   ever delivered. If nothing had streamed (or only whitespace), nothing is
+///   recorded.
+///
+/// The interrupted turn ends with [`NpcReplyFailed`] and
+/// [`ReplyError::Interrupted`], whose `kept` holds the log index of the recorded
+/// part. No [`NpcReplied`] is sent for it.
+///
+/// Lines waiting in the queue carry on, the next one starting at once, unless
+/// `clear_queue` is set: then each fails with [`ReplyError::Interrupted`] (with
+/// `kept: None`) and its text in `unrecorded_line`. An NPC that is not answering is
+/// left alone (apart from its queue, when cleared). Within one frame, interrupts
+/// are applied before new [`TalkToNpc`] lines, so "stop, and hear this instead"
+/// sent together works as meant.
+///
+/// ```
+/// # use bevy::prelude::*;
+/// # use bevy_npc_memory::prelude::*;
+/// fn skip(mut interrupt: MessageWriter<InterruptNpc>) {
+///     // Cut the current answer short; lines already waiting are still answered.
+///     interrupt.write(InterruptNpc::new("echo7"));
+///     // Or stop everything the NPC was going to say.
+///     interrupt.write(InterruptNpc::clearing_queue("echo7"));
+/// }
+/// # App::new()
+/// #     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
+/// #     .add_systems(Update, skip)
+/// #     .update();
+/// ```
+#[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct InterruptNpc {
+    /// Who is interrupted.
+    pub npc: NpcId,
+    /// Also drop the lines waiting for the NPC.
+    pub clear_queue: bool,
+}
+
+impl InterruptNpc {
+    /// Interrupts `npc`'s reply; its waiting lines are still answered.
+    pub fn new(npc: impl Into<NpcId>) -> Self {
+        Self {
+            npc: npc.into(),
+            clear_queue: false,
+        }
+    }
+
+    /// Interrupts `npc`'s reply and drops the lines waiting for it.
+    pub fn clearing_queue(npc: impl Into<NpcId>) -> Self {
+        Self {
+            npc: npc.into(),
+            clear_queue: true,
+        }
+    }
+}
+
+/// An NPC started answering a player line: the line is in its log, and the request
+/// is on its way. Sent when a line is answered at once and when a queued line's turn
+/// comes. Use it to learn a line's [`TurnId`], or to show that the NPC is thinking.
+#[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct NpcReplyStarted {
+    /// Who is answering.
+    pub npc: NpcId,
+    /// The turn: the id every delta, the reply and any failure of this line carry.
+    pub turn: TurnId,
+    /// The player's line being answered.
+    pub line: Arc<str>,
+}
+
 /// An NPC answered. The reply is already in its log and window.
 ///
 /// ```
@@ -167,6 +259,8 @@ impl RemovePinnedFact {
 pub struct NpcReplied {
     /// Who answered.
     pub npc: NpcId,
+    /// The turn answered, as in its [`NpcReplyStarted`].
+    pub turn: TurnId,
     /// The reply.
     pub text: Arc<str>,
     /// The reply's index in the NPC's log.
@@ -180,6 +274,8 @@ pub struct NpcReplied {
 pub struct NpcReplyDelta {
     /// Who is answering.
     pub npc: NpcId,
+    /// The turn being answered, as in its [`NpcReplyStarted`].
+    pub turn: TurnId,
     /// The next piece of text.
     pub delta: String,
 }
@@ -190,6 +286,9 @@ pub struct NpcReplyDelta {
 pub struct NpcReplyFailed {
     /// Who was spoken to.
     pub npc: NpcId,
+    /// The line's turn, if it was accepted; `None` for a line refused at once
+    /// (busy, empty, too long, unknown NPC, persona failed), which never had one.
+    pub turn: Option<TurnId>,
     /// Why there is no answer.
     pub error: ReplyError,
     /// The player's line when it was *not* recorded in the log (busy, unknown NPC,
@@ -238,6 +337,14 @@ pub enum ReplyError {
     /// The NPC's memory was cleared before the line was answered.
     #[error("the NPC's memory was cleared before it answered")]
     Cancelled,
+    /// The game interrupted the reply ([`InterruptNpc`]), or dropped the waiting
+    /// line with `clear_queue`.
+    #[error("the reply was interrupted")]
+    Interrupted {
+        /// The log index of the part of the reply that had streamed, recorded as
+        /// the NPC's cut-off reply; `None` when nothing had streamed.
+        kept: Option<LogIndex>,
+    },
 }
 
 /// An NPC's summary changed, and with it the system prompt its replies use.
@@ -356,6 +463,8 @@ impl fmt::Debug for SwitchBackend {
 
 pub(crate) fn plugin(app: &mut App) {
     app.add_message::<TalkToNpc>()
+        .add_message::<InterruptNpc>()
+        .add_message::<NpcReplyStarted>()
         .add_message::<ClearNpcMemory>()
         .add_message::<SummarizeNow>()
         .add_message::<ReconfigureNpcMemory>()

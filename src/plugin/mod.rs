@@ -2,16 +2,20 @@
 
 mod bridge;
 mod dialogue;
+mod entity_events;
 mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
 mod messages;
+mod npc_commands;
+mod npc_state;
 mod persona;
 mod requests;
 mod saves;
 mod settings;
 mod systems;
 mod telemetry;
+mod turn;
 mod usage;
 
 use std::path::PathBuf;
@@ -19,14 +23,17 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
+pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
 pub use messages::{
-    ClearNpcMemory, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
-    NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError, SetPinnedFact,
-    SummarizeNow, SwitchBackend, TalkToNpc,
+    ClearNpcMemory, InterruptNpc, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
+    NpcReplyStarted, NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
+    SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
 };
+pub use npc_commands::NpcCommandsExt;
+pub use npc_state::{NpcEntities, NpcState};
 pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
 pub use requests::NpcRequests;
 pub use saves::{
@@ -36,6 +43,7 @@ pub use saves::{
 };
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
+pub use turn::TurnId;
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::backends::{ChatBackend, OfflineBackend};
@@ -220,13 +228,19 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<layers::MemoryChanges>()
             .init_resource::<NpcRequests>()
             .init_resource::<persona::PersonaBindings>()
+            .init_resource::<NpcEntities>()
             .init_asset::<Persona>()
             .register_asset_reflect::<Persona>()
             .register_asset_loader(PersonaLoader)
             // Reflected so that inspectors show them and scenes and saves hold NPCs.
             .register_type::<Npc>()
             .register_type::<NpcMemorySettings>()
-            .add_observer(persona::on_npc_added)
+            .add_observer(persona::on_npc_inserted)
+            .add_observer(npc_state::on_npc_inserted)
+            .add_observer(npc_state::on_npc_discarded)
+            .add_observer(npc_state::on_npc_removed)
+            .add_observer(entity_events::on_talk_to)
+            .add_observer(entity_events::on_interrupt)
             .configure_sets(
                 Update,
                 (

@@ -272,11 +272,18 @@ impl AssetLoader for PersonaLoader {
 /// #     .update();
 /// ```
 ///
+/// Every NPC entity gets an [`NpcState`](crate::prelude::NpcState) showing what it
+/// is doing. Inserting an `Npc` with another id on the same entity rebinds it: the
+/// entity speaks for the new id from then on (entity events, state, persona), and
+/// the old id keeps its memory, as when an entity is despawned. Removing `Npc` or
+/// despawning the entity ends its entity events; the memory stays with the id.
+///
 /// `Npc` is reflected, so NPCs can be placed in scene files and reflection-based
 /// saves; the persona is stored as its asset path.
 #[derive(Component, Clone, Debug, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Component, Debug, Clone)]
+#[require(super::npc_state::NpcState)]
 pub struct Npc {
     /// Whose memory this entity speaks with.
     pub id: NpcId,
@@ -350,12 +357,14 @@ impl PersonaBindings {
     }
 }
 
-pub(crate) fn on_npc_added(
-    add: On<Add, Npc>,
+/// An `Npc` was inserted: on a new entity, or over another one (a new id or
+/// persona), which binds the new pair the same way.
+pub(crate) fn on_npc_inserted(
+    insert: On<Insert, Npc>,
     npcs: Query<&Npc>,
     mut bindings: ResMut<PersonaBindings>,
 ) {
-    if let Ok(npc) = npcs.get(add.entity) {
+    if let Ok(npc) = npcs.get(insert.entity) {
         bindings.bind(npc.id.clone(), npc.persona.id());
     }
 }

@@ -6,8 +6,8 @@ use bevy::prelude::*;
 
 use super::dialogue::Dialogue;
 use super::messages::{
-    ClearNpcMemory, ReconfigureNpcMemory, RemovePinnedFact, SetPinnedFact, SummarizeNow,
-    SwitchBackend, TalkToNpc,
+    ClearNpcMemory, InterruptNpc, ReconfigureNpcMemory, RemovePinnedFact, SetPinnedFact,
+    SummarizeNow, SwitchBackend, TalkToNpc,
 };
 use super::persona::Persona;
 
@@ -40,8 +40,8 @@ pub(crate) fn apply_personas(
     }
 }
 
-/// The game's requests: backend switches, facts, reconfigurations, clears, player
-/// lines, summaries.
+/// The game's requests: backend switches, facts, reconfigurations, clears,
+/// interrupts, player lines, summaries.
 #[allow(
     clippy::too_many_arguments,
     reason = "one reader per message the game sends"
@@ -50,6 +50,7 @@ pub(crate) fn take_requests(
     mut dialogue: Dialogue,
     mut switch: MessageReader<SwitchBackend>,
     mut talk: MessageReader<TalkToNpc>,
+    mut interrupt: MessageReader<InterruptNpc>,
     mut clear: MessageReader<ClearNpcMemory>,
     mut summarize: MessageReader<SummarizeNow>,
     mut reconfigure: MessageReader<ReconfigureNpcMemory>,
@@ -72,6 +73,11 @@ pub(crate) fn take_requests(
     }
     for request in clear.read() {
         dialogue.clear(&request.npc);
+    }
+    // Interrupts before lines: "stop, and hear this instead" in one frame must not
+    // drop or cut off the new line.
+    for request in interrupt.read() {
+        dialogue.interrupt(&request.npc, request.clear_queue);
     }
     for line in talk.read() {
         dialogue.say(&line.npc, line.text.clone());

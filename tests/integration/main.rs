@@ -20,6 +20,7 @@ mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]
 mod local_llm;
+mod observers;
 mod persistence;
 mod personas;
 #[cfg(feature = "http")]

@@ -1,8 +1,11 @@
 //! Game events in, memory changes and requests out: each event is one call into
 //! the memory core, whose answer says which requests to send and what to report.
 
+mod interrupt;
 mod outbox;
 mod results;
+
+use std::sync::Arc;
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -11,11 +14,12 @@ pub(crate) use outbox::Outbox;
 
 use super::bridge::LlmBridge;
 use super::layers::Layers;
-use super::messages::{NpcReplyFailed, ReplyError, SwitchBackend};
+use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
-use super::requests::{LineRules, NpcRequests, Offer, Readiness};
+use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
+use super::turn::TurnId;
 use super::usage::LlmUsage;
 use crate::backends::{ChatRequest, RequestKind};
 use crate::memory::{
@@ -25,7 +29,7 @@ use crate::memory::{
 
 /// Everything handling one NPC event touches, borrowed together.
 #[derive(SystemParam)]
-pub(crate) struct Dialogue<'w> {
+pub(crate) struct Dialogue<'w, 's> {
     layers: Layers<'w>,
     requests: ResMut<'w, NpcRequests>,
     bridge: ResMut<'w, LlmBridge>,
@@ -34,10 +38,10 @@ pub(crate) struct Dialogue<'w> {
     time: Res<'w, Time>,
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
-    out: Outbox<'w>,
+    out: Outbox<'w, 's>,
 }
 
-impl<'w> Dialogue<'w> {
+impl<'w> Dialogue<'w, '_> {
     fn rules(&self) -> LineRules {
         LineRules {
             max_line_chars: self.settings.max_line_chars,
@@ -64,14 +68,16 @@ impl<'w> Dialogue<'w> {
         match self.requests.offer(npc, text, &readiness, rules) {
             Offer::Start(line) => self.answer(npc, line),
             // Waiting lines are saved with the NPC's memory.
-            Offer::Queued => self.layers.mark_changed(npc),
-            Offer::Refused(error, line) => self.reject(npc, error, line),
+            Offer::Queued(_) => self.layers.mark_changed(npc),
+            Offer::Refused(error, line) => self.reject(npc, error, None, line),
         }
     }
 
-    fn reject(&mut self, npc: &NpcId, error: ReplyError, line: String) {
-        self.out.failed.write(NpcReplyFailed {
+    /// Hands a line back unrecorded; `turn` is set when it had been accepted.
+    fn reject(&mut self, npc: &NpcId, error: ReplyError, turn: Option<TurnId>, line: String) {
+        self.out.failed(NpcReplyFailed {
             npc: npc.clone(),
+            turn,
             error,
             unrecorded_line: Some(line),
         });
@@ -89,18 +95,30 @@ impl<'w> Dialogue<'w> {
     }
 
     /// The line enters memory, and its reply request (and any summary due) starts.
-    fn answer(&mut self, npc: &NpcId, line: String) {
+    fn answer(&mut self, npc: &NpcId, line: QueuedLine) {
         let now = self.time.elapsed_secs_f64();
         let Some(mut layers) = self.layers.get_mut(npc) else {
             return;
         };
-        let turn = layers.say(line, now);
-        self.report_overflow(npc, turn.overflow);
-        self.send_reply(npc, turn.messages, turn.reply);
-        self.send_summary(npc, turn.summary);
+        let text: Arc<str> = line.text.into();
+        let said = layers.say(text.clone(), now);
+        self.out.started(NpcReplyStarted {
+            npc: npc.clone(),
+            turn: line.turn,
+            line: text,
+        });
+        self.report_overflow(npc, said.overflow);
+        self.send_reply(npc, line.turn, said.messages, said.reply);
+        self.send_summary(npc, said.summary);
     }
 
-    fn send_reply(&mut self, npc: &NpcId, messages: Vec<PromptMessage>, input: ReplyInput) {
+    fn send_reply(
+        &mut self,
+        npc: &NpcId,
+        turn: TurnId,
+        messages: Vec<PromptMessage>,
+        input: ReplyInput,
+    ) {
         let request = ChatRequest {
             npc: npc.clone(),
             kind: RequestKind::Reply(input),
@@ -108,7 +126,7 @@ impl<'w> Dialogue<'w> {
         };
         self.trace_request(&request);
         let ticket = self.bridge.spawn(request);
-        self.requests.start_reply(npc, ticket);
+        self.requests.start_reply(npc, ticket, turn);
     }
 
     fn send_summary(&mut self, npc: &NpcId, job: Option<SummaryJob>) {
@@ -155,12 +173,15 @@ impl<'w> Dialogue<'w> {
     }
 
     fn cancel(&mut self, npc: &NpcId) {
-        let waiting = self.requests.cancel(npc);
-        if !waiting.is_empty() {
+        let cancelled = self.requests.cancel(npc);
+        if !cancelled.waiting.is_empty() {
             self.layers.mark_changed(npc);
         }
-        for line in waiting {
-            self.reject(npc, ReplyError::Cancelled, line);
+        for line in cancelled.waiting {
+            self.reject(npc, ReplyError::Cancelled, Some(line.turn), line.text);
+        }
+        if cancelled.reply {
+            self.out.stopped(npc);
         }
     }
 
@@ -212,8 +233,10 @@ impl<'w> Dialogue<'w> {
         let rules = self.rules();
         for line in lines {
             match super::requests::unfit_line(&line, rules) {
-                Some(error) => self.reject(npc, error, line),
-                None => self.requests.restore(npc, line),
+                Some(error) => self.reject(npc, error, None, line),
+                None => {
+                    self.requests.restore(npc, line);
+                }
             }
         }
         self.next_line(npc);
@@ -259,7 +282,7 @@ impl<'w> Dialogue<'w> {
                     npc: npc.clone(),
                     reason: reason.clone(),
                 };
-                self.reject(&npc, error, line);
+                self.reject(&npc, error, Some(line.turn), line.text);
             }
         }
     }

@@ -1,25 +1,112 @@
-//! The messages the dialogue writes, and the telemetry that goes with them.
+//! The messages the dialogue writes, the entity events and [`NpcState`] changes
+//! that mirror them, and the telemetry that goes with them.
+//!
+//! Every reply message goes out through one method here, which also fires the
+//! matching entity event on each of the NPC's entities and updates their state, so
+//! the message, the event and the state cannot drift apart.
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::memory::{Degradation, NpcId, SummaryUpdate};
+use crate::plugin::entity_events::{Replied, ReplyDelta, ReplyFailed, ReplyStarted};
 use crate::plugin::messages::{
-    NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcSummaryUpdated,
+    NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcReplyStarted,
+    NpcSummaryUpdated,
 };
+use crate::plugin::npc_state::{NpcEntities, NpcState};
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
+use crate::plugin::turn::TurnId;
 
-/// The messages the dialogue writes.
+/// The messages the dialogue writes, and the NPC entities that hear them too.
 #[derive(SystemParam)]
-pub(crate) struct Outbox<'w> {
-    pub(crate) replied: MessageWriter<'w, NpcReplied>,
-    pub(crate) deltas: MessageWriter<'w, NpcReplyDelta>,
-    pub(crate) failed: MessageWriter<'w, NpcReplyFailed>,
+pub(crate) struct Outbox<'w, 's> {
+    started: MessageWriter<'w, NpcReplyStarted>,
+    replied: MessageWriter<'w, NpcReplied>,
+    deltas: MessageWriter<'w, NpcReplyDelta>,
+    failed: MessageWriter<'w, NpcReplyFailed>,
     summaries: MessageWriter<'w, NpcSummaryUpdated>,
     degradations: MessageWriter<'w, NpcMemoryDegraded>,
+    entities: Res<'w, NpcEntities>,
+    states: Query<'w, 's, &'static mut NpcState>,
+    commands: Commands<'w, 's>,
 }
 
-impl Outbox<'_> {
+impl Outbox<'_, '_> {
+    /// Fires an event on each of the NPC's entities (`fire`) and applies `update` to
+    /// their states. Only the NPC's own entities are visited: nothing here grows
+    /// with the number of NPCs.
+    fn on_entities(
+        &mut self,
+        npc: &NpcId,
+        fire: impl Fn(&mut Commands, Entity),
+        update: impl Fn(&mut Mut<NpcState>),
+    ) {
+        for &entity in self.entities.get(npc) {
+            if let Ok(mut state) = self.states.get_mut(entity) {
+                update(&mut state);
+            }
+            fire(&mut self.commands, entity);
+        }
+    }
+
+    /// A line started being answered: the NPC thinks.
+    pub(crate) fn started(&mut self, message: NpcReplyStarted) {
+        let turn = message.turn;
+        self.on_entities(
+            &message.npc,
+            |commands, entity| commands.trigger(ReplyStarted::new(entity, message.clone())),
+            |state| {
+                state.set_if_neq(NpcState::Thinking { turn });
+            },
+        );
+        self.started.write(message);
+    }
+
+    /// A piece of the reply streamed: the NPC speaks.
+    pub(crate) fn delta(&mut self, message: NpcReplyDelta) {
+        self.on_entities(
+            &message.npc,
+            |commands, entity| commands.trigger(ReplyDelta::new(entity, message.clone())),
+            |state| state.push(message.turn, &message.delta),
+        );
+        self.deltas.write(message);
+    }
+
+    /// The reply is in memory: the NPC is done with the turn.
+    pub(crate) fn replied(&mut self, message: NpcReplied) {
+        let turn = message.turn;
+        self.on_entities(
+            &message.npc,
+            |commands, entity| commands.trigger(Replied::new(entity, message.clone())),
+            |state| idle_after(state, Some(turn)),
+        );
+        self.replied.write(message);
+    }
+
+    /// A line was refused, failed or was interrupted. Only the failure of the turn
+    /// being answered makes the NPC idle: a refused or dropped waiting line does not
+    /// stop the one it is answering.
+    pub(crate) fn failed(&mut self, message: NpcReplyFailed) {
+        let turn = message.turn;
+        self.on_entities(
+            &message.npc,
+            |commands, entity| commands.trigger(ReplyFailed::new(entity, message.clone())),
+            |state| idle_after(state, turn),
+        );
+        self.failed.write(message);
+    }
+
+    /// The NPC's reply was dropped without a message (its memory was cleared or
+    /// replaced by a load): its entities show idle.
+    pub(crate) fn stopped(&mut self, npc: &NpcId) {
+        for &entity in self.entities.get(npc) {
+            if let Ok(mut state) = self.states.get_mut(entity) {
+                state.set_if_neq(NpcState::Idle);
+            }
+        }
+    }
+
     /// Memory lost quality: traced, and told to the game.
     pub(crate) fn degraded(
         &mut self,
@@ -69,5 +156,13 @@ impl Outbox<'_> {
             trigger: update.trigger,
             fact_changes: update.fact_changes,
         });
+    }
+}
+
+/// Idle, if `turn` is the one the state shows; otherwise unchanged (and not marked
+/// changed).
+fn idle_after(state: &mut Mut<NpcState>, turn: Option<TurnId>) {
+    if turn.is_some() && state.turn() == turn {
+        **state = NpcState::Idle;
     }
 }

@@ -11,9 +11,10 @@ use crate::plugin::bridge::{Finished, TaskEvent};
 use crate::plugin::messages::{NpcReplied, NpcReplyDelta, NpcReplyFailed, ReplyError};
 use crate::plugin::requests::FinishedTask;
 use crate::plugin::telemetry::TelemetryEvent;
+use crate::plugin::turn::TurnId;
 use crate::plugin::usage::RequestOutcome;
 
-impl Dialogue<'_> {
+impl Dialogue<'_, '_> {
     /// Applies finished requests within the frame's time budget: a burst of replies
     /// is spread over a few frames instead of stalling one.
     pub(crate) fn collect(&mut self) {
@@ -25,8 +26,8 @@ impl Dialogue<'_> {
             match event {
                 TaskEvent::Delta { npc, task, text } => {
                     let max = self.settings.max_reply_chars;
-                    if let Some(delta) = self.requests.admit_delta(&npc, task, text, max) {
-                        self.out.deltas.write(NpcReplyDelta { npc, delta });
+                    if let Some((turn, delta)) = self.requests.admit_delta(&npc, task, text, max) {
+                        self.out.delta(NpcReplyDelta { npc, turn, delta });
                     }
                 }
                 TaskEvent::Done(done) => self.finished(done),
@@ -47,7 +48,7 @@ impl Dialogue<'_> {
             return;
         };
         let purpose = match finished {
-            FinishedTask::Reply => Purpose::Reply,
+            FinishedTask::Reply(_) => Purpose::Reply,
             FinishedTask::Summary(_) => Purpose::Summary,
         };
         let backend = backend.to_string();
@@ -55,7 +56,7 @@ impl Dialogue<'_> {
         self.account(&npc, purpose, &result, latency, retries);
         match finished {
             FinishedTask::Summary(job) => self.summary_finished(&npc, job, result, latency),
-            FinishedTask::Reply => self.reply_finished(&npc, result),
+            FinishedTask::Reply(turn) => self.reply_finished(&npc, turn, result),
         }
     }
 
@@ -89,15 +90,21 @@ impl Dialogue<'_> {
         }
     }
 
-    fn reply_finished(&mut self, npc: &NpcId, result: Result<ChatResponse, BackendError>) {
+    fn reply_finished(
+        &mut self,
+        npc: &NpcId,
+        turn: TurnId,
+        result: Result<ChatResponse, BackendError>,
+    ) {
         match result {
             Ok(response) => {
                 let now = self.time.elapsed_secs_f64();
                 let text: Arc<str> = self.cut_runaway(npc, response.content).into();
                 if let Some(mut layers) = self.layers.get_mut(npc) {
                     let replied = layers.reply(text.clone(), now);
-                    self.out.replied.write(NpcReplied {
+                    self.out.replied(NpcReplied {
                         npc: npc.clone(),
+                        turn,
                         text,
                         index: replied.index,
                     });
@@ -106,8 +113,9 @@ impl Dialogue<'_> {
                 }
             }
             Err(error) => {
-                self.out.failed.write(NpcReplyFailed {
+                self.out.failed(NpcReplyFailed {
                     npc: npc.clone(),
+                    turn: Some(turn),
                     error: ReplyError::Backend(error),
                     unrecorded_line: None,
                 });

@@ -6,9 +6,11 @@ use std::collections::{HashMap, VecDeque};
 
 use bevy::prelude::*;
 
-pub(crate) use policy::{LineRules, Offer, Readiness, unfit_line};
+pub(crate) use policy::{LineRules, Offer, QueuedLine, Readiness, unfit_line};
 
 use super::bridge::{TaskId, Ticket};
+use super::npc_state::NpcState;
+use super::turn::{TurnCounter, TurnId};
 use crate::memory::{NpcId, SummaryJobId};
 use policy::LineQueue;
 
@@ -19,24 +21,52 @@ pub struct NpcRequests {
     npcs: HashMap<NpcId, NpcSlot>,
     in_flight: usize,
     queued: usize,
+    turns: TurnCounter,
 }
 
 #[derive(Default, Debug)]
 struct NpcSlot {
-    reply: Option<Ticket>,
+    reply: Option<ReplyInFlight>,
     /// The summary request and the job it answers: the memory core matches the
     /// result to the job by this id.
     summary: Option<(Ticket, SummaryJobId)>,
     lines: LineQueue,
-    /// Characters of the reply in flight passed on as deltas so far.
+}
+
+/// The reply being produced for one turn.
+#[derive(Debug)]
+struct ReplyInFlight {
+    ticket: Ticket,
+    turn: TurnId,
+    /// The text passed on as deltas so far: what the player has seen, which an
+    /// interrupt records and a newly spawned NPC entity shows.
+    streamed: String,
+    /// `streamed`'s length in characters, kept so the cap costs nothing per piece.
     streamed_chars: usize,
+}
+
+/// A reply stopped by an interrupt.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InterruptedReply {
+    pub(crate) turn: TurnId,
+    /// What had been passed on as deltas.
+    pub(crate) streamed: String,
+}
+
+/// What cancelling an NPC's requests stopped.
+#[derive(Debug, Default)]
+pub(crate) struct Cancelled {
+    /// Whether a reply was in flight.
+    pub(crate) reply: bool,
+    /// The lines that were waiting.
+    pub(crate) waiting: VecDeque<QueuedLine>,
 }
 
 /// What a finished request was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FinishedTask {
-    /// The NPC's reply.
-    Reply,
+    /// The NPC's reply to a turn.
+    Reply(TurnId),
     /// A summary job.
     Summary(SummaryJobId),
 }
@@ -60,6 +90,24 @@ impl NpcRequests {
             .get(npc)
             .into_iter()
             .flat_map(|slot| slot.lines.waiting())
+            .map(|line| line.text.as_str())
+    }
+
+    /// The turn whose reply the NPC is producing, if any.
+    pub fn reply_turn(&self, npc: &NpcId) -> Option<TurnId> {
+        self.npcs.get(npc)?.reply.as_ref().map(|reply| reply.turn)
+    }
+
+    /// What an entity of the NPC should show, for one spawned mid-reply.
+    pub(crate) fn state(&self, npc: &NpcId) -> NpcState {
+        match self.npcs.get(npc).and_then(|slot| slot.reply.as_ref()) {
+            None => NpcState::Idle,
+            Some(reply) if reply.streamed.is_empty() => NpcState::Thinking { turn: reply.turn },
+            Some(reply) => NpcState::Speaking {
+                turn: reply.turn,
+                partial: reply.streamed.clone(),
+            },
+        }
     }
 
     /// Requests in flight over all NPCs.
@@ -81,7 +129,8 @@ impl NpcRequests {
         self.npcs.entry(npc.clone()).or_default()
     }
 
-    /// What happens to a new line for the NPC.
+    /// What happens to a new line for the NPC. An accepted line gets the next turn
+    /// id; a refused one uses none up.
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
@@ -89,34 +138,48 @@ impl NpcRequests {
         readiness: &Readiness,
         rules: LineRules,
     ) -> Offer {
-        let slot = self.slot(npc);
+        let turn = self.turns.peek();
+        let slot = self.npcs.entry(npc.clone()).or_default();
         let answering = slot.reply.is_some();
-        let offer = slot.lines.offer(npc, line, readiness, answering, rules);
-        if offer == Offer::Queued {
-            self.queued += 1;
+        let offer = slot
+            .lines
+            .offer(npc, line, turn, readiness, answering, rules);
+        match offer {
+            Offer::Queued(_) => {
+                self.queued += 1;
+                self.turns.advance();
+            }
+            Offer::Start(_) => self.turns.advance(),
+            Offer::Refused(..) => {}
         }
         offer
     }
 
-    /// Puts a line restored from a save back in the NPC's queue.
-    pub(crate) fn restore(&mut self, npc: &NpcId, line: String) {
-        self.slot(npc).lines.restore(line);
+    /// Puts a line restored from a save back in the NPC's queue, under a new turn.
+    pub(crate) fn restore(&mut self, npc: &NpcId, text: String) -> TurnId {
+        let turn = self.turns.take();
+        self.slot(npc).lines.restore(QueuedLine { turn, text });
         self.queued += 1;
+        turn
     }
 
     /// The next waiting line, if the NPC is free to answer it.
-    pub(crate) fn next_line(&mut self, npc: &NpcId) -> Option<String> {
+    pub(crate) fn next_line(&mut self, npc: &NpcId) -> Option<QueuedLine> {
         let slot = self.npcs.get_mut(npc)?;
         let line = slot.lines.next(slot.reply.is_some())?;
         self.queued -= 1;
         Some(line)
     }
 
-    pub(crate) fn start_reply(&mut self, npc: &NpcId, ticket: Ticket) {
+    pub(crate) fn start_reply(&mut self, npc: &NpcId, ticket: Ticket, turn: TurnId) {
         let slot = self.slot(npc);
         debug_assert!(slot.reply.is_none(), "one reply in flight per NPC");
-        slot.reply = Some(ticket);
-        slot.streamed_chars = 0;
+        slot.reply = Some(ReplyInFlight {
+            ticket,
+            turn,
+            streamed: String::new(),
+            streamed_chars: 0,
+        });
         self.in_flight += 1;
     }
 
@@ -130,9 +193,8 @@ impl NpcRequests {
     /// What a finished task was for, or `None` when it was cancelled meanwhile.
     pub(crate) fn finish(&mut self, npc: &NpcId, task: TaskId) -> Option<FinishedTask> {
         let slot = self.npcs.get_mut(npc)?;
-        let finished = if slot.reply.as_ref().is_some_and(|t| t.id == task) {
-            slot.reply = None;
-            FinishedTask::Reply
+        let finished = if let Some(reply) = slot.reply.take_if(|r| r.ticket.id == task) {
+            FinishedTask::Reply(reply.turn)
         } else if let Some((_, job)) = slot.summary.as_ref().filter(|(t, _)| t.id == task) {
             let job = *job;
             slot.summary = None;
@@ -144,43 +206,69 @@ impl NpcRequests {
         Some(finished)
     }
 
-    /// The part of a streamed piece that may be shown: none if it belongs to a
-    /// cancelled request, and nothing past `max_chars` of the reply in total.
+    /// The part of a streamed piece that may be shown, and the turn it belongs to:
+    /// none if it belongs to a cancelled or interrupted request, and nothing past
+    /// `max_chars` of the reply in total.
     pub(crate) fn admit_delta(
         &mut self,
         npc: &NpcId,
         task: TaskId,
         piece: String,
         max_chars: usize,
-    ) -> Option<String> {
-        let slot = self.npcs.get_mut(npc)?;
-        if !slot.reply.as_ref().is_some_and(|t| t.id == task) {
-            return None;
-        }
-        let room = max_chars.saturating_sub(slot.streamed_chars);
+    ) -> Option<(TurnId, String)> {
+        let reply = self
+            .npcs
+            .get_mut(npc)?
+            .reply
+            .as_mut()
+            .filter(|r| r.ticket.id == task)?;
+        let room = max_chars.saturating_sub(reply.streamed_chars);
         let piece = match piece.char_indices().nth(room) {
             Some((cut, _)) => piece[..cut].to_owned(),
             None => piece,
         };
-        slot.streamed_chars += piece.chars().count();
-        (!piece.is_empty()).then_some(piece)
+        if piece.is_empty() {
+            return None;
+        }
+        reply.streamed_chars += piece.chars().count();
+        reply.streamed.push_str(&piece);
+        Some((reply.turn, piece))
     }
 
-    /// Cancels the NPC's requests in flight; returns the lines that were waiting.
-    pub(crate) fn cancel(&mut self, npc: &NpcId) -> VecDeque<String> {
+    /// Stops the NPC's reply in flight, if any, and returns what it had streamed.
+    /// Its summary and its waiting lines carry on.
+    pub(crate) fn interrupt(&mut self, npc: &NpcId) -> Option<InterruptedReply> {
+        let reply = self.npcs.get_mut(npc)?.reply.take()?;
+        reply.ticket.cancel();
+        self.in_flight -= 1;
+        Some(InterruptedReply {
+            turn: reply.turn,
+            streamed: reply.streamed,
+        })
+    }
+
+    /// Cancels the NPC's requests in flight and takes its waiting lines.
+    pub(crate) fn cancel(&mut self, npc: &NpcId) -> Cancelled {
         let Some(slot) = self.npcs.get_mut(npc) else {
-            return VecDeque::new();
+            return Cancelled::default();
         };
-        let tickets = [slot.reply.take(), slot.summary.take().map(|(t, _)| t)];
-        for ticket in tickets.into_iter().flatten() {
+        let reply = slot.reply.take().map(|r| r.ticket);
+        let had_reply = reply.is_some();
+        for ticket in [reply, slot.summary.take().map(|(t, _)| t)]
+            .into_iter()
+            .flatten()
+        {
             ticket.cancel();
             self.in_flight -= 1;
         }
-        self.drain(npc)
+        Cancelled {
+            reply: had_reply,
+            waiting: self.drain(npc),
+        }
     }
 
     /// Takes every waiting line out of the NPC's queue.
-    pub(crate) fn drain(&mut self, npc: &NpcId) -> VecDeque<String> {
+    pub(crate) fn drain(&mut self, npc: &NpcId) -> VecDeque<QueuedLine> {
         let lines = self
             .npcs
             .get_mut(npc)
@@ -193,5 +281,57 @@ impl NpcRequests {
     /// Every NPC with a slot.
     pub(crate) fn npcs(&self) -> Vec<NpcId> {
         self.npcs.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::messages::ReplyError;
+
+    const RULES: LineRules = LineRules {
+        max_line_chars: 100,
+        max_queued_lines: 2,
+    };
+
+    #[test]
+    fn accepted_lines_get_unique_turns_that_they_keep_while_waiting() {
+        let mut requests = NpcRequests::default();
+        let echo = NpcId::new("echo7");
+        let guard = NpcId::new("guard");
+        // Lines for NPCs whose persona is loading wait, whoever they are for.
+        let Offer::Queued(first) = requests.offer(&echo, "one".into(), &Readiness::Loading, RULES)
+        else {
+            panic!("a loading NPC's line waits");
+        };
+        let Offer::Queued(other) = requests.offer(&guard, "hi".into(), &Readiness::Loading, RULES)
+        else {
+            panic!("a loading NPC's line waits");
+        };
+        let Offer::Queued(second) = requests.offer(&echo, "two".into(), &Readiness::Loading, RULES)
+        else {
+            panic!("a loading NPC's line waits");
+        };
+        assert!(matches!(
+            requests.offer(&echo, "three".into(), &Readiness::Loading, RULES),
+            Offer::Refused(ReplyError::Busy { .. }, _)
+        ));
+        assert!(
+            first < other && other < second,
+            "ids are unique across NPCs"
+        );
+        let restored = requests.restore(&guard, "from a save".into());
+        assert_eq!(
+            restored.get(),
+            second.get() + 1,
+            "the refused line took none"
+        );
+
+        assert_eq!(requests.next_line(&echo).map(|l| l.turn), Some(first));
+        assert_eq!(requests.next_line(&echo).map(|l| l.turn), Some(second));
+        let drained: Vec<_> = requests.drain(&guard).into_iter().map(|l| l.turn).collect();
+        assert_eq!(drained, [other, restored]);
+        assert!(requests.is_idle());
+        assert_eq!(requests.state(&echo), NpcState::Idle);
     }
 }

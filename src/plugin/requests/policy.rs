@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use crate::memory::NpcId;
 use crate::plugin::messages::ReplyError;
+use crate::plugin::turn::TurnId;
 
 /// The limits a line is held to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,13 +32,21 @@ pub(crate) enum Readiness {
     Unknown,
 }
 
+/// An accepted player line and the turn id it got when it was accepted, which it
+/// keeps while it waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct QueuedLine {
+    pub(crate) turn: TurnId,
+    pub(crate) text: String,
+}
+
 /// What to do with a line.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Offer {
     /// Answer it now.
-    Start(String),
-    /// It waits its turn.
-    Queued,
+    Start(QueuedLine),
+    /// It waits its turn, under this id.
+    Queued(TurnId),
     /// It is handed back.
     Refused(ReplyError, String),
 }
@@ -57,16 +66,17 @@ pub(crate) fn unfit_line(text: &str, rules: LineRules) -> Option<ReplyError> {
 /// The lines waiting for one NPC.
 #[derive(Debug, Default)]
 pub(crate) struct LineQueue {
-    waiting: VecDeque<String>,
+    waiting: VecDeque<QueuedLine>,
 }
 
 impl LineQueue {
     /// Decides what happens to a new line for `npc`, which is `answering` a line or
-    /// not.
+    /// not. An accepted line (started or queued) is `turn`; a refused one has none.
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
         line: String,
+        turn: TurnId,
         readiness: &Readiness,
         answering: bool,
         rules: LineRules,
@@ -84,7 +94,7 @@ impl LineQueue {
             }
             Readiness::Unknown => return Offer::Refused(ReplyError::UnknownNpc(npc.clone()), line),
             Readiness::Ready if !answering && self.waiting.is_empty() => {
-                return Offer::Start(line);
+                return Offer::Start(QueuedLine { turn, text: line });
             }
             Readiness::Ready | Readiness::Loading => {}
         }
@@ -98,18 +108,18 @@ impl LineQueue {
                 line,
             );
         }
-        self.waiting.push_back(line);
-        Offer::Queued
+        self.waiting.push_back(QueuedLine { turn, text: line });
+        Offer::Queued(turn)
     }
 
     /// Puts a line back in the queue without checks of readiness or room: lines
     /// restored from a save were taken once already.
-    pub(crate) fn restore(&mut self, line: String) {
+    pub(crate) fn restore(&mut self, line: QueuedLine) {
         self.waiting.push_back(line);
     }
 
     /// The next line to answer, if the NPC is free (not `answering`) and one waits.
-    pub(crate) fn next(&mut self, answering: bool) -> Option<String> {
+    pub(crate) fn next(&mut self, answering: bool) -> Option<QueuedLine> {
         if answering {
             return None;
         }
@@ -117,19 +127,20 @@ impl LineQueue {
     }
 
     /// Every waiting line, oldest first, taken out of the queue.
-    pub(crate) fn drain(&mut self) -> VecDeque<String> {
+    pub(crate) fn drain(&mut self) -> VecDeque<QueuedLine> {
         std::mem::take(&mut self.waiting)
     }
 
     /// The waiting lines, oldest first.
-    pub(crate) fn waiting(&self) -> impl Iterator<Item = &str> {
-        self.waiting.iter().map(String::as_str)
+    pub(crate) fn waiting(&self) -> impl Iterator<Item = &QueuedLine> {
+        self.waiting.iter()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::turn::TurnCounter;
 
     const RULES: LineRules = LineRules {
         max_line_chars: 10,
@@ -140,34 +151,116 @@ mod tests {
         NpcId::new("echo7")
     }
 
+    /// Offers `line` under the counter's next id, using the id up only when the
+    /// line is accepted, as `NpcRequests::offer` does.
+    fn offer(
+        queue: &mut LineQueue,
+        turns: &mut TurnCounter,
+        line: &str,
+        readiness: &Readiness,
+        answering: bool,
+    ) -> Offer {
+        let offer = queue.offer(
+            &npc(),
+            line.into(),
+            turns.peek(),
+            readiness,
+            answering,
+            RULES,
+        );
+        if !matches!(offer, Offer::Refused(..)) {
+            turns.advance();
+        }
+        offer
+    }
+
+    fn next_text(queue: &mut LineQueue) -> Option<String> {
+        queue.next(false).map(|line| line.text)
+    }
+
     #[test]
     fn a_free_ready_npc_answers_at_once_and_later_lines_wait_in_order() {
         let mut queue = LineQueue::default();
+        let mut turns = TurnCounter::default();
         let ready = Readiness::Ready;
-        let offer = |queue: &mut LineQueue, line: &str, answering| {
-            queue.offer(&npc(), line.into(), &ready, answering, RULES)
-        };
-        assert_eq!(offer(&mut queue, "one", false), Offer::Start("one".into()));
-        assert_eq!(offer(&mut queue, "two", true), Offer::Queued);
-        assert_eq!(offer(&mut queue, "three", true), Offer::Queued);
+        let started = offer(&mut queue, &mut turns, "one", &ready, false);
+        assert!(matches!(started, Offer::Start(QueuedLine { ref text, .. }) if text == "one"));
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "two", &ready, true),
+            Offer::Queued(_)
+        ));
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "three", &ready, true),
+            Offer::Queued(_)
+        ));
         assert_eq!(queue.next(true), None, "still answering the first");
-        assert_eq!(queue.next(false).as_deref(), Some("two"));
-        assert_eq!(queue.next(false).as_deref(), Some("three"));
+        assert_eq!(next_text(&mut queue).as_deref(), Some("two"));
+        assert_eq!(next_text(&mut queue).as_deref(), Some("three"));
         assert_eq!(queue.next(false), None);
         // A free NPC with lines waiting takes the oldest first, not the new one.
-        assert_eq!(offer(&mut queue, "four", true), Offer::Queued);
-        assert_eq!(offer(&mut queue, "five", false), Offer::Queued);
-        assert_eq!(queue.next(false).as_deref(), Some("four"));
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "four", &ready, true),
+            Offer::Queued(_)
+        ));
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "five", &ready, false),
+            Offer::Queued(_)
+        ));
+        assert_eq!(next_text(&mut queue).as_deref(), Some("four"));
+    }
+
+    #[test]
+    fn queued_lines_keep_the_turn_id_they_were_accepted_with() {
+        let mut queue = LineQueue::default();
+        let mut turns = TurnCounter::default();
+        let ready = Readiness::Ready;
+        let Offer::Start(first) = offer(&mut queue, &mut turns, "one", &ready, false) else {
+            panic!("a free NPC answers at once");
+        };
+        let Offer::Queued(second) = offer(&mut queue, &mut turns, "two", &ready, true) else {
+            panic!("a busy NPC queues");
+        };
+        // A refused line uses up no id.
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "  ", &ready, true),
+            Offer::Refused(ReplyError::EmptyLine, _)
+        ));
+        let Offer::Queued(third) = offer(&mut queue, &mut turns, "three", &ready, true) else {
+            panic!("a busy NPC queues");
+        };
+        assert!(first.turn < second && second < third, "ids count up");
+        assert_eq!(third.get(), second.get() + 1, "the refused line took none");
+        // Waiting does not change a line's id, and neither does draining.
+        assert_eq!(
+            queue.waiting().map(|l| l.turn).collect::<Vec<_>>(),
+            [second, third]
+        );
+        assert_eq!(
+            queue.next(false),
+            Some(QueuedLine {
+                turn: second,
+                text: "two".into()
+            })
+        );
+        let drained = queue.drain();
+        assert_eq!(
+            drained.into_iter().collect::<Vec<_>>(),
+            [QueuedLine {
+                turn: third,
+                text: "three".into()
+            }]
+        );
     }
 
     #[test]
     fn a_full_queue_hands_the_line_back_as_busy() {
         let mut queue = LineQueue::default();
+        let mut turns = TurnCounter::default();
         let ready = Readiness::Ready;
-        queue.offer(&npc(), "two".into(), &ready, true, RULES);
-        queue.offer(&npc(), "three".into(), &ready, true, RULES);
+        offer(&mut queue, &mut turns, "two", &ready, true);
+        offer(&mut queue, &mut turns, "three", &ready, true);
         assert_eq!(
-            queue.offer(&npc(), "four".into(), &ready, true, RULES),
+            offer(&mut queue, &mut turns, "four", &ready, true),
             Offer::Refused(
                 ReplyError::Busy {
                     npc: npc(),
@@ -181,35 +274,37 @@ mod tests {
     #[test]
     fn unfit_lines_and_missing_npcs_are_refused_before_anything_waits() {
         let mut queue = LineQueue::default();
-        let offer = |queue: &mut LineQueue, line: &str, readiness| {
-            queue.offer(&npc(), line.into(), &readiness, false, RULES)
-        };
+        let mut turns = TurnCounter::default();
+        let mut offer =
+            |line: &str, readiness| offer(&mut queue, &mut turns, line, &readiness, false);
         assert!(matches!(
-            offer(&mut queue, " \n", Readiness::Ready),
+            offer(" \n", Readiness::Ready),
             Offer::Refused(ReplyError::EmptyLine, _)
         ));
         assert!(matches!(
-            offer(&mut queue, "ééééééééééé", Readiness::Ready),
+            offer("ééééééééééé", Readiness::Ready),
             Offer::Refused(ReplyError::LineTooLong { chars: 11, max: 10 }, _)
         ));
         assert!(matches!(
-            offer(&mut queue, "hi", Readiness::Unknown),
+            offer("hi", Readiness::Unknown),
             Offer::Refused(ReplyError::UnknownNpc(_), _)
         ));
         assert!(matches!(
-            offer(&mut queue, "hi", Readiness::Failed("no file".into())),
+            offer("hi", Readiness::Failed("no file".into())),
             Offer::Refused(ReplyError::PersonaUnavailable { .. }, _)
         ));
         assert_eq!(queue.waiting().count(), 0);
+        assert_eq!(turns.peek().get(), 0, "no refused line took an id");
     }
 
     #[test]
     fn lines_for_a_loading_npc_wait_until_it_is_ready() {
         let mut queue = LineQueue::default();
-        assert_eq!(
-            queue.offer(&npc(), "early".into(), &Readiness::Loading, false, RULES),
-            Offer::Queued
-        );
-        assert_eq!(queue.next(false).as_deref(), Some("early"));
+        let mut turns = TurnCounter::default();
+        assert!(matches!(
+            offer(&mut queue, &mut turns, "early", &Readiness::Loading, false),
+            Offer::Queued(_)
+        ));
+        assert_eq!(next_text(&mut queue).as_deref(), Some("early"));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod fake_llm;
+pub mod held;
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ impl Harness {
     pub fn new(plugin: NpcMemoryPlugin) -> Self {
         let mut app = App::new();
         app.add_plugins((MinimalPlugins, AssetPlugin::default(), plugin));
+        add_inbox::<NpcReplyStarted>(&mut app);
         add_inbox::<NpcReplied>(&mut app);
         add_inbox::<NpcReplyDelta>(&mut app);
         add_inbox::<NpcReplyFailed>(&mut app);
