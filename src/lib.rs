@@ -123,8 +123,8 @@ pub mod save;
 mod trace;
 
 pub use plugin::{
-    NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, PersonaError, PersonaFeatures,
-    PersonaLoader, SaveSettings,
+    ClockSource, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems,
+    PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -140,14 +140,16 @@ pub mod prelude {
     pub use crate::backends::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
     #[cfg(feature = "debug-ui")]
     pub use crate::debug::NpcMemoryDebugPlugin;
-    pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role};
+    pub use crate::memory::{
+        DateFormat, FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
+    };
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ContextMemoryManager, ImportUnitySave, LlmUsage, LoadMemory,
-        MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved, Npc, NpcMemoryDegraded,
-        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
-        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
+        ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
+        LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved, Npc,
+        NpcMemoryClock, NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems,
+        NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona,
+        ReconfigureNpcMemory, RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows,
+        SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};

@@ -1,6 +1,7 @@
 //! The Bevy adapter: the plugin, its resources, messages and systems.
 
 mod bridge;
+mod clock;
 mod dialogue;
 mod layers;
 #[cfg(feature = "local-llm")]
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
+pub use clock::{ClockSource, NpcMemoryClock};
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
@@ -78,6 +80,7 @@ pub struct NpcMemoryPlugin {
     trace_file: Option<PathBuf>,
     trace_file_limit: u64,
     saves: SaveSettings,
+    clock: NpcMemoryClock,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
     local_models: [Option<crate::backends::LocalLlmBackend>; 2],
@@ -94,6 +97,7 @@ impl Default for NpcMemoryPlugin {
             trace_file: None,
             trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
             saves: SaveSettings::default(),
+            clock: NpcMemoryClock::default(),
             #[cfg(feature = "local-llm")]
             local_models: [None, None],
         }
@@ -162,6 +166,15 @@ impl NpcMemoryPlugin {
     /// else JSON, e.g. `savegame.json` as in the original ECHO-7 game).
     pub fn with_autosave(mut self, path: impl Into<PathBuf>) -> Self {
         self.saves.autosave = Some(path.into());
+        self
+    }
+
+    /// Starts with this memory clock: a play-time clock at another time, or one the
+    /// game drives from its calendar, and how prompts write dates (see
+    /// [`NpcMemoryClock`]). The default counts play time from zero and writes
+    /// `day N HH:MM`.
+    pub fn with_clock(mut self, clock: NpcMemoryClock) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -247,6 +260,7 @@ impl Plugin for NpcMemoryPlugin {
                 usage::measure_diagnostics.after(NpcMemorySystems::Persist),
             )
             .add_systems(Last, saves::flush_on_exit);
+        clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
         usage::plugin(app);

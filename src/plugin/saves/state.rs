@@ -116,7 +116,8 @@ impl SaveState {
                 None => self.snapshot.remove(&npc),
             };
         }
-        Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+        let clock = dialogue.clock().seconds();
+        Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()).with_clock(clock))
     }
 
     pub(super) fn reading(&self) -> bool {
