@@ -100,6 +100,9 @@
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
 //!   Lines still waiting when the game saves are saved with the NPC.
+//! - Messages are stamped with game time from [`NpcMemoryClock`], which is saved
+//!   with the memory, so time keeps counting across save, quit and load; no message
+//!   is ever stamped earlier than the one before it in its NPC's log.
 //! - A backend that panics fails that one request ([`BackendError::Panicked`](crate::backends::BackendError::Panicked)); every
 //!   read from a server and every reply has a size cap.
 //! - A save is checked field by field before anything is built from it, and the
