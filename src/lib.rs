@@ -100,6 +100,9 @@
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
 //!   Lines still waiting when the game saves are saved with the NPC.
+//! - Messages are stamped with game time from [`NpcMemoryClock`], which is saved
+//!   with the memory, so time keeps counting across save, quit and load; no message
+//!   is ever stamped earlier than the one before it in its NPC's log.
 //! - A backend that panics fails that one request ([`BackendError::Panicked`](crate::backends::BackendError::Panicked)); every
 //!   read from a server and every reply has a size cap.
 //! - A save is checked field by field before anything is built from it, and the
@@ -123,8 +126,8 @@ pub mod save;
 mod trace;
 
 pub use plugin::{
-    NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, PersonaError, PersonaFeatures,
-    PersonaLoader, SaveSettings,
+    ClockSource, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems,
+    PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -140,15 +143,17 @@ pub mod prelude {
     pub use crate::backends::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
     #[cfg(feature = "debug-ui")]
     pub use crate::debug::NpcMemoryDebugPlugin;
-    pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role};
+    pub use crate::memory::{
+        DateFormat, FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
+    };
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ContextMemoryManager, ImportUnitySave, LlmUsage, LoadMemory,
-        MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, MemorySaveFailed,
-        MemorySaved, Npc, NpcMemoryDegraded, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySnapshot,
-        NpcMemorySystems, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcRequests,
-        NpcSummaryUpdated, Persona, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
-        ResumeAutosave, RollingWindows, SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow,
-        SwitchBackend, TalkToNpc,
+        ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
+        LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored,
+        MemorySaveFailed, MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryPlugin,
+        NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied, NpcReplyDelta,
+        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
+        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
+        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
     // Entity-first dialogue: turn ids, interrupts, NPC state, and the entity events
     // that mirror the reply messages.

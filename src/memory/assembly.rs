@@ -19,12 +19,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::DateFormat;
 use super::config::{PromptBudget, SectionShares};
 use super::log::ChatLog;
 use super::log::recall::{RecallHit, RecallReason};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use super::persona::{PersonaPrompt, PromptLanguage};
-use super::quote::{clock, quote};
+use super::quote::quote;
 use super::segments::{SegmentPriority, SummarySegment};
 use super::text::{has_line_break, normalize_line_breaks, strip_prefix_ignoring_case};
 use super::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
@@ -126,6 +127,8 @@ pub(crate) struct AssemblyInput<'a> {
     pub(crate) window: Range<LogIndex>,
     pub(crate) covered_until: LogIndex,
     pub(crate) budget: &'a PromptBudget,
+    /// How dates are written: recall headings and segment time spans.
+    pub(crate) dates: &'a DateFormat,
 }
 
 /// One candidate line of a flexible section and its cost.
@@ -182,7 +185,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .rev()
         .map(|m| Item::plain(message_tokens(m), String::new(), m.index))
         .collect();
-    let summary_items = summary_items(&input.summaries, input.persona);
+    let summary_items = summary_items(&input.summaries, input.persona, input.dates);
     let recall_items: Vec<Item> = input
         .recalled
         .iter()
@@ -193,7 +196,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
                 tokens: estimate_tokens(&text) + 1,
                 text,
                 index: m.index,
-                group: Some(format!("[{}]", clock(m.timestamp))),
+                group: Some(format!("[{}]", input.dates.format(m.timestamp))),
             }
         })
         .collect();
@@ -390,7 +393,11 @@ fn group_headings<'a>(items: &'a [&'a Item]) -> impl Iterator<Item = &'a str> + 
 }
 
 /// Summaries as candidate lines: high priority first, then newest first.
-fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Item> {
+fn summary_items(
+    source: &SummarySource<'_>,
+    persona: &PersonaPrompt,
+    dates: &DateFormat,
+) -> Vec<Item> {
     match source {
         // Part of the persona's text, not a section of its own.
         SummarySource::Labelled(_) => Vec::new(),
@@ -409,7 +416,7 @@ fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Ite
             order
                 .into_iter()
                 .map(|segment| {
-                    let line = segment_line(segment, persona.style.language);
+                    let line = segment_line(segment, persona.style.language, dates);
                     Item::plain(estimate_tokens(&line) + 1, line, segment.covered.start)
                 })
                 .collect()
@@ -417,13 +424,16 @@ fn summary_items(source: &SummarySource<'_>, persona: &PersonaPrompt) -> Vec<Ite
     }
 }
 
-fn segment_line(segment: &SummarySegment, language: PromptLanguage) -> String {
+fn segment_line(segment: &SummarySegment, language: PromptLanguage, dates: &DateFormat) -> String {
     let mark = if segment.priority == SegmentPriority::High {
         "!"
     } else {
         ""
     };
-    let (from, to) = (clock(segment.from_time), clock(segment.to_time));
+    let (from, to) = (
+        dates.format(segment.from_time),
+        dates.format(segment.to_time),
+    );
     let last = segment
         .covered
         .end

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::assembly::{AssembledPrompt, ComposedPrompt, SummarySource};
+use super::clock::DateFormat;
 use super::config::MemoryFeatures;
 use super::facts::PinnedFacts;
 use super::log::recall::RecallIndex;
@@ -155,6 +156,8 @@ pub struct ContextMemory {
     pub(crate) last_prompt: Option<Arc<AssembledPrompt>>,
     pub(crate) forgetting_compaction: bool,
     pub(crate) composed: ComposedPrompt,
+    /// How prompts write dates: the format of the latest event ([`Now`](super::Now)).
+    pub(crate) dates: DateFormat,
 }
 
 impl ContextMemory {
@@ -179,12 +182,18 @@ impl ContextMemory {
             last_prompt: None,
             composed: ComposedPrompt::default(),
             forgetting_compaction: false,
+            dates: DateFormat::default(),
         }
     }
 
     /// The persona this memory extends.
     pub fn persona(&self) -> &PersonaPrompt {
         &self.persona
+    }
+
+    /// How prompts write dates: the format the latest event came with.
+    pub fn date_format(&self) -> &DateFormat {
+        &self.dates
     }
 
     /// The current summary, empty before the first one.

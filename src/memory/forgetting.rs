@@ -15,8 +15,13 @@ use super::message::{ChatMessage, LogIndex};
 use super::segments::{SegmentPriority, Segments};
 use super::tokens::estimate_tokens;
 
-/// When old memories are compressed and dropped. Ages count messages, not game
-/// time, so a game that pauses for a week forgets nothing.
+/// When old memories are compressed and dropped.
+///
+/// Ages count messages, so a game that pauses for a week forgets nothing. A game
+/// whose story spans seasons can also age memories by game time (the stamps the
+/// memory clock gives messages): set `compress_after_seconds` and
+/// `drop_after_seconds`, and a memory is old enough once it passes either its
+/// message threshold or its time threshold.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(Debug, PartialEq, Default, Clone)]
@@ -33,6 +38,12 @@ pub struct ForgettingPolicy {
     pub drop_after_messages: u64,
     /// Memories recalled at least this often are kept whatever their age.
     pub keep_if_recalled: u32,
+    /// Also old enough to compress once this many game seconds older than the
+    /// newest message. `None` (the default): ages count messages only.
+    pub compress_after_seconds: Option<f64>,
+    /// Also old enough to drop once this many game seconds older than the newest
+    /// message. `None` (the default): ages count messages only.
+    pub drop_after_seconds: Option<f64>,
 }
 
 impl Default for ForgettingPolicy {
@@ -42,6 +53,8 @@ impl Default for ForgettingPolicy {
             compress_after_messages: 2_000,
             drop_after_messages: 5_000,
             keep_if_recalled: 3,
+            compress_after_seconds: None,
+            drop_after_seconds: None,
         }
     }
 }
@@ -97,9 +110,21 @@ impl ForgettingPolicy {
         }
         let now = log.len() as LogIndex;
         let age = |index: LogIndex| now.saturating_sub(index);
+        // Game time is measured from the newest stamp: the log is in time order, and
+        // a sweep runs right after a message arrives.
+        let clock = log.last().map_or(0.0, |m| m.timestamp);
+        let older = |time: f64, limit: Option<f64>| limit.is_some_and(|limit| clock - time > limit);
+        let compressible = |index: LogIndex, time: f64| {
+            age(index) > self.compress_after_messages || older(time, self.compress_after_seconds)
+        };
+        let droppable = |index: LogIndex, time: f64| {
+            age(index) > self.drop_after_messages || older(time, self.drop_after_seconds)
+        };
+        // Stamps never decrease along the log, so once a message is too young to
+        // compress, every later one is too.
         for message in log
             .iter()
-            .take_while(|m| age(m.index) > self.compress_after_messages)
+            .take_while(|m| compressible(m.index, m.timestamp))
         {
             let index = message.index;
             if (facts.is_forgotten)(index) || (facts.access_count)(index) >= self.keep_if_recalled {
@@ -107,7 +132,7 @@ impl ForgettingPolicy {
             }
             let importance = importance(message, facts);
             let drop = importance == Importance::Low
-                && age(index) > self.drop_after_messages
+                && droppable(index, message.timestamp)
                 && (facts.access_count)(index) == 0;
             // Compressing a message means leaving its gist to a summary, so only
             // covered messages qualify.
@@ -117,7 +142,7 @@ impl ForgettingPolicy {
             }
         }
         for segment in segments.list() {
-            let old = age(segment.covered.end) > self.drop_after_messages;
+            let old = droppable(segment.covered.end, segment.to_time);
             if old && segment.priority == SegmentPriority::Low {
                 report.dropped_segments.push(segment.covered.clone());
             }
@@ -128,7 +153,7 @@ impl ForgettingPolicy {
             .filter(|s| {
                 s.level == 0
                     && s.priority == SegmentPriority::Normal
-                    && age(s.covered.end) > self.compress_after_messages
+                    && compressible(s.covered.end, s.to_time)
             })
             .count()
             >= 2;
@@ -179,6 +204,8 @@ mod tests {
             compress_after_messages: 100,
             drop_after_messages: 200,
             keep_if_recalled: 2,
+            compress_after_seconds: None,
+            drop_after_seconds: None,
         }
     }
 
@@ -235,5 +262,63 @@ mod tests {
         assert!(off.sweep(&log(9000), 9000, &segments, &facts).is_empty());
         let on = policy().sweep(&log(9000), 9000, &segments, &facts);
         assert_eq!(on.dropped_segments, vec![0..10]);
+    }
+
+    #[test]
+    fn game_time_ages_memories_that_few_messages_followed() {
+        // Ten lines long ago, then ten lines a game week later: far too few messages
+        // for the message thresholds, but old by the calendar.
+        let mut log = log(20);
+        for message in &mut log[10..] {
+            message.timestamp += 7.0 * 86_400.0;
+        }
+        let never = |_: LogIndex| false;
+        let zero = |_: LogIndex| 0;
+        let facts = MessageFacts {
+            access_count: &zero,
+            is_forgotten: &never,
+            is_evidence: &never,
+        };
+        let mut segments = Segments::default();
+        segments.push(SummarySegment {
+            covered: 0..10,
+            text: "old".into(),
+            level: 0,
+            priority: SegmentPriority::Low,
+            from_time: log[0].timestamp,
+            to_time: log[9].timestamp,
+        });
+        let by_messages = policy();
+        let quiet = by_messages.sweep(&log, 20, &segments, &facts);
+        assert!(quiet.is_empty(), "twenty messages are not old by count");
+
+        let by_time = ForgettingPolicy {
+            compress_after_seconds: Some(86_400.0),
+            drop_after_seconds: Some(3.0 * 86_400.0),
+            ..policy()
+        };
+        let report = by_time.sweep(&log, 20, &segments, &facts);
+        assert!(
+            report.forgotten_messages.contains(&0),
+            "old small talk goes"
+        );
+        assert!(
+            report.forgotten_messages.contains(&3),
+            "old line compressed"
+        );
+        assert!(
+            report.forgotten_messages.iter().all(|&i| i < 10),
+            "this week's lines stay: {:?}",
+            report.forgotten_messages
+        );
+        assert_eq!(report.dropped_segments, vec![0..10]);
+
+        // Under the time threshold nothing changes: the week is what made them old.
+        let patient = ForgettingPolicy {
+            compress_after_seconds: Some(30.0 * 86_400.0),
+            drop_after_seconds: Some(60.0 * 86_400.0),
+            ..policy()
+        };
+        assert!(patient.sweep(&log, 20, &segments, &facts).is_empty());
     }
 }

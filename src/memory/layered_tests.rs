@@ -83,6 +83,7 @@ fn forgetting_drops_old_recall_entries_but_never_the_log() {
         compress_after_messages: 40,
         drop_after_messages: 80,
         keep_if_recalled: 2,
+        ..ForgettingPolicy::default()
     };
     let memory = play(&config, 100);
     assert_eq!(memory.log.len(), 200, "the log keeps every message");
@@ -117,4 +118,96 @@ fn with_every_feature_off_the_prompt_is_the_seeds() {
     assert!(memory.context.summary().starts_with("Player: "));
     let mut layers = memory.layers();
     assert_eq!(layers.reply_prompt(), expected);
+}
+
+#[test]
+fn stamps_never_run_backwards_even_when_the_clock_does() {
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(8));
+    let mut layers = memory.layers();
+    layers.say("first", 500.0);
+    layers.reply("second", 200.0);
+    layers.say("third", f64::NAN);
+    layers.reply("fourth", 800.0);
+    let stamps: Vec<f64> = memory.log.messages().iter().map(|m| m.timestamp).collect();
+    assert_eq!(stamps, [500.0, 500.0, 500.0, 800.0]);
+    let mut layers = memory.layers();
+    layers
+        .set_fact_at(FactKey::new("door").unwrap(), "open", Vec::new(), 10.0)
+        .unwrap();
+    let fact = memory.context.facts().get(&FactKey::new("door").unwrap());
+    assert_eq!(
+        fact.unwrap().changed_at,
+        800.0,
+        "no fact before the newest line"
+    );
+}
+
+#[test]
+fn segment_time_spans_follow_the_stamps() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features.segments.enabled = true;
+    let mut memory = NpcMemory::new(persona(), &config);
+    let backend = OfflineBackend::default();
+    // A game calendar that starts on day 40 and moves an hour per line.
+    let start = 40.0 * 86_400.0;
+    for line in 0..12 {
+        let mut layers = memory.layers();
+        let at = start + f64::from(line) * 3_600.0;
+        layers.record(Role::User, format!("Report {line}: valve stuck."), at);
+        layers.summarize_due(|job| Ok(backend.summarize(&job.input)));
+    }
+    let log = memory.log.messages();
+    let segments = memory.context.segments().list();
+    assert!(!segments.is_empty());
+    for segment in segments {
+        let first = &log[segment.covered.start as usize];
+        let last = &log[segment.covered.end as usize - 1];
+        assert_eq!(segment.from_time, first.timestamp);
+        assert_eq!(segment.to_time, last.timestamp);
+        assert!(segment.from_time >= start);
+    }
+}
+
+#[test]
+fn a_custom_date_format_reaches_segment_spans_and_recall_headings() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features.segments.enabled = true;
+    config.features.recall.enabled = true;
+    let mut memory = NpcMemory::new(persona(), &config);
+    let backend = OfflineBackend::default();
+    let moon = DateFormat::new(|s| format!("moon-day {}", (s / 86_400.0) as u64));
+    for i in 0..16 {
+        let line = if i == 0 {
+            "The reactor key is under the blue crate.".to_owned()
+        } else {
+            format!("Valve {i} reading is normal today.")
+        };
+        let mut layers = memory.layers();
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        layers.record(role, line, f64::from(i) * 86_400.0);
+        layers.summarize_due(|job| Ok(backend.summarize(&job.input)));
+    }
+    let turn = memory
+        .layers()
+        .say("Where is the reactor key?", Now::new(16.0 * 86_400.0, moon));
+    let system = &turn.messages[0].content;
+    assert!(system.contains("[moon-day 0]"), "recall heading: {system}");
+    assert!(
+        system.contains("(moon-day 0 to moon-day 3)"),
+        "segment span: {system}"
+    );
+    assert!(
+        !system.contains("day 1 00:00"),
+        "no default dates: {system}"
+    );
 }

@@ -47,7 +47,7 @@ pub struct ChatMessage {
     pub content: Arc<str>,
     /// Where it sits in the log.
     pub index: LogIndex,
-    /// When it was said, in game seconds.
+    /// When it was said, in game seconds: never earlier than the message before it.
     pub timestamp: f64,
 }
 

@@ -11,6 +11,7 @@
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
 mod assembly;
+mod clock;
 mod config;
 mod context;
 mod facts;
@@ -36,6 +37,7 @@ mod tests;
 mod validation_tests;
 
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
+pub use clock::{DateFormat, Now};
 pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
 pub use context::{
     ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SummaryJobId, SummaryKind, SummaryRecord,

@@ -43,19 +43,6 @@ fn needs_unicode_escape(ch: char) -> bool {
         )
 }
 
-/// Game seconds as `day N HH:MM`, the form timestamps take in prompts.
-pub(crate) fn clock(seconds: f64) -> String {
-    let total = if seconds.is_finite() && seconds > 0.0 {
-        seconds as u64
-    } else {
-        0
-    };
-    let day = total / 86_400 + 1;
-    let hours = total % 86_400 / 3_600;
-    let minutes = total % 3_600 / 60;
-    format!("day {day} {hours:02}:{minutes:02}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,12 +60,5 @@ mod tests {
     #[test]
     fn chinese_text_is_kept_readable() {
         assert_eq!(quote("[前情提要]: 你好"), "\"[前情提要]: 你好\"");
-    }
-
-    #[test]
-    fn clock_counts_days_from_one() {
-        assert_eq!(clock(0.0), "day 1 00:00");
-        assert_eq!(clock(90_061.0), "day 2 01:01");
-        assert_eq!(clock(f64::NAN), "day 1 00:00");
     }
 }

@@ -104,6 +104,16 @@ impl Segments {
         self.list.is_empty()
     }
 
+    /// The segments, to change their time spans in place (save migration). Their
+    /// ranges and order are the caller's to keep.
+    pub(crate) fn times_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&Range<LogIndex>, &mut f64, &mut f64)> {
+        self.list
+            .iter_mut()
+            .map(|s| (&s.covered, &mut s.from_time, &mut s.to_time))
+    }
+
     pub(crate) fn push(&mut self, segment: SummarySegment) {
         self.list.push(segment);
     }

@@ -137,6 +137,18 @@ impl MemoryConfig {
                 "is not a positive finite number of seconds",
             ));
         }
+        let forgetting = &features.forgetting;
+        for (name, limit) in [
+            ("compress_after_seconds", forgetting.compress_after_seconds),
+            ("drop_after_seconds", forgetting.drop_after_seconds),
+        ] {
+            if limit.is_some_and(|seconds| !(seconds.is_finite() && seconds >= 0.0)) {
+                return Err(invalid(
+                    format!("config.features.forgetting.{name}"),
+                    "is not a finite, non-negative number of seconds",
+                ));
+            }
+        }
         let facts = &features.facts;
         within(
             "config.features.facts.max_facts",

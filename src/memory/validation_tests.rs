@@ -168,3 +168,28 @@ fn game_set_facts_cannot_cite_messages_that_do_not_exist() {
         crate::memory::FactsError::EvidenceOutOfRange { index: 10_000, .. }
     ));
 }
+
+#[test]
+fn forgetting_by_game_time_needs_a_sane_number_of_seconds() {
+    for bad in [f64::NAN, f64::INFINITY, -1.0] {
+        let mut config = MemoryConfig::default();
+        config.features.forgetting.drop_after_seconds = Some(bad);
+        let error = config.check().unwrap_err();
+        assert_eq!(error.field, "config.features.forgetting.drop_after_seconds");
+        let mut config = MemoryConfig::default();
+        config.features.forgetting.compress_after_seconds = Some(bad);
+        assert!(config.check().is_err(), "{bad} refused");
+    }
+    let mut config = MemoryConfig::default();
+    config.features.forgetting.compress_after_seconds = Some(0.0);
+    config.features.forgetting.drop_after_seconds = Some(86_400.0);
+    assert_eq!(config.check(), Ok(()));
+}
+
+#[test]
+fn configs_written_before_time_thresholds_still_load() {
+    let old = r#"{"enabled":true,"compress_after_messages":10,"drop_after_messages":20,"keep_if_recalled":1}"#;
+    let policy: crate::memory::ForgettingPolicy = serde_json::from_str(old).unwrap();
+    assert_eq!(policy.compress_after_seconds, None);
+    assert_eq!(policy.drop_after_seconds, None);
+}

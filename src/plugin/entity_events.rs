@@ -109,7 +109,9 @@ npc_entity_event!(
 /// and the line dropped: there is no NPC to hand it back for.
 ///
 /// [`NpcCommandsExt::talk`](crate::prelude::NpcCommandsExt::talk) triggers it.
-#[derive(EntityEvent, Clone, Debug, PartialEq)]
+#[derive(EntityEvent, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Event, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct TalkTo {
     /// The NPC's entity.
@@ -133,7 +135,9 @@ impl TalkTo {
 ///
 /// [`NpcCommandsExt::interrupt_npc`](crate::prelude::NpcCommandsExt::interrupt_npc)
 /// triggers it.
-#[derive(EntityEvent, Clone, Debug, PartialEq)]
+#[derive(EntityEvent, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Event, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct Interrupt {
     /// The NPC's entity.

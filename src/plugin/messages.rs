@@ -39,7 +39,9 @@ use crate::memory::{
 /// #     .add_systems(Update, greet)
 /// #     .update();
 /// ```
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct TalkToNpc {
     /// Who is spoken to.
@@ -61,7 +63,9 @@ impl TalkToNpc {
 /// Forget everything an NPC remembers (the persona stays). Requests in flight are
 /// cancelled and queued lines fail with [`ReplyError::Cancelled`]. The reply in
 /// flight ends silently: it answered a line that is forgotten now.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct ClearNpcMemory {
     /// Whose memory.
@@ -76,7 +80,9 @@ impl ClearNpcMemory {
 }
 
 /// Summarize an NPC's uncovered messages now, whatever the threshold says.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct SummarizeNow {
     /// Whose memory.
@@ -94,7 +100,9 @@ impl SummarizeNow {
 /// debug panel. The window shrinks at once, but uncovered messages stay until a
 /// summary covers them; a lower threshold may start a summary right away. A persona
 /// that sets its own sizes applies them again when it is edited or respawned.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct ReconfigureNpcMemory {
     /// Whose memory.
@@ -115,7 +123,9 @@ impl ReconfigureNpcMemory {
 
 /// Sets a pinned fact as the game's word, for example from quest state. The model's
 /// summaries cannot override it; the previous value is kept as outdated.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct SetPinnedFact {
     /// Whose memory.
@@ -138,7 +148,9 @@ impl SetPinnedFact {
 }
 
 /// Removes a pinned fact; it stays in the fact's history as outdated.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct RemovePinnedFact {
     /// Whose memory.
@@ -197,7 +209,9 @@ impl RemovePinnedFact {
 /// #     .add_systems(Update, skip)
 /// #     .update();
 /// ```
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct InterruptNpc {
     /// Who is interrupted.
@@ -475,5 +489,13 @@ pub(crate) fn plugin(app: &mut App) {
         .add_message::<NpcReplyFailed>()
         .add_message::<NpcSummaryUpdated>()
         .add_message::<NpcMemoryDegraded>()
-        .add_message::<SwitchBackend>();
+        .add_message::<SwitchBackend>()
+        // Reflected, so a console or Bevy's remote protocol can send them.
+        .register_type::<TalkToNpc>()
+        .register_type::<InterruptNpc>()
+        .register_type::<ClearNpcMemory>()
+        .register_type::<SummarizeNow>()
+        .register_type::<ReconfigureNpcMemory>()
+        .register_type::<SetPinnedFact>()
+        .register_type::<RemovePinnedFact>();
 }

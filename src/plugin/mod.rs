@@ -1,6 +1,7 @@
 //! The Bevy adapter: the plugin, its resources, messages and systems.
 
 mod bridge;
+mod clock;
 mod dialogue;
 mod entity_events;
 mod layers;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
+pub use clock::{ClockSource, NpcMemoryClock};
 pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
@@ -89,6 +91,7 @@ pub struct NpcMemoryPlugin {
     trace_file: Option<PathBuf>,
     trace_file_limit: u64,
     saves: SaveSettings,
+    clock: NpcMemoryClock,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
     local_models: [Option<crate::backends::LocalLlmBackend>; 2],
@@ -105,6 +108,7 @@ impl Default for NpcMemoryPlugin {
             trace_file: None,
             trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
             saves: SaveSettings::default(),
+            clock: NpcMemoryClock::default(),
             #[cfg(feature = "local-llm")]
             local_models: [None, None],
         }
@@ -176,6 +180,15 @@ impl NpcMemoryPlugin {
         self
     }
 
+    /// Starts with this memory clock: a play-time clock at another time, or one the
+    /// game drives from its calendar, and how prompts write dates (see
+    /// [`NpcMemoryClock`]). The default counts play time from zero and writes
+    /// `day N HH:MM`.
+    pub fn with_clock(mut self, clock: NpcMemoryClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// Also appends telemetry as JSON lines to `path`. Past a size cap
     /// ([`TraceFile::DEFAULT_MAX_BYTES`] unless set with
     /// [`with_trace_file_limit`](Self::with_trace_file_limit)) the file is rotated
@@ -235,6 +248,9 @@ impl Plugin for NpcMemoryPlugin {
             // Reflected so that inspectors show them and scenes and saves hold NPCs.
             .register_type::<Npc>()
             .register_type::<NpcMemorySettings>()
+            .register_type::<NpcState>()
+            .register_type::<TalkTo>()
+            .register_type::<Interrupt>()
             .add_observer(persona::on_npc_inserted)
             .add_observer(npc_state::on_npc_inserted)
             .add_observer(npc_state::on_npc_discarded)
@@ -275,6 +291,7 @@ impl Plugin for NpcMemoryPlugin {
                 usage::measure_diagnostics.after(NpcMemorySystems::Persist),
             )
             .add_systems(Last, saves::flush_on_exit);
+        clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
         usage::plugin(app);

@@ -36,7 +36,13 @@ use crate::memory::NpcId;
 /// #     .add_systems(Update, bubbles.after(NpcMemorySystems::Collect))
 /// #     .update();
 /// ```
-#[derive(Component, Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Reflected for inspectors. It mirrors requests of this launch only, so saves and
+/// scenes do not bring it back: a loaded NPC starts idle.
+#[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
+#[component(clone_behavior = Ignore)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Component, Debug, PartialEq, Default, Clone)]
 #[non_exhaustive]
 pub enum NpcState {
     /// Not answering anything (lines may still wait for a persona to load).

@@ -29,7 +29,7 @@ pub enum TelemetryEvent {
         purpose: Purpose,
         /// The backend's name.
         backend: String,
-        /// Game time, in seconds.
+        /// Game time, in seconds, from the memory clock (`NpcMemoryClock`).
         at: f64,
         /// Exactly what was sent.
         messages: Vec<PromptMessage>,

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 /// Identifies one accepted player line and everything the NPC does to answer it:
@@ -14,7 +15,11 @@ use serde::{Deserialize, Serialize};
 /// Ids are unique within one app and count up in the order lines are accepted.
 /// A line that waits in an NPC's queue keeps the id it got when it was accepted.
 /// They are not stored in saves: lines restored from a save get new ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Reflect,
+)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Debug, PartialEq, Hash, Clone, Serialize, Deserialize)]
 pub struct TurnId(u64);
 
 impl TurnId {

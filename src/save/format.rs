@@ -15,7 +15,11 @@ use crate::memory::{InvalidField, MemoryParts, NpcId};
 /// - 1: the log, the rolling summary and its history (crate 0.1 before recall).
 /// - 2: adds summary segments, pinned facts and recall state.
 /// - 3: adds the player lines still queued for each NPC.
-pub const SAVE_FORMAT_VERSION: u32 = 3;
+/// - 4: adds the memory clock, the game time new messages are stamped with, so time
+///   continues after a load instead of restarting at zero. Older saves were stamped
+///   by clocks that did restart with every launch; migrating them shifts each later
+///   session to continue where the one before it ended, keeping every log in order.
+pub const SAVE_FORMAT_VERSION: u32 = 4;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.
@@ -35,6 +39,11 @@ pub struct SaveGame {
     /// One entry per NPC, sorted by id. Shared, so that taking a snapshot for an
     /// autosave copies nothing that did not change.
     pub npcs: Vec<Arc<NpcSave>>,
+    /// The memory clock when the save was taken, in game seconds: where time picks
+    /// up after a load. Formats before 4 had none; migration derives it from the
+    /// newest message.
+    #[serde(default)]
+    pub clock: f64,
 }
 
 /// One NPC's memory in a save.
@@ -92,14 +101,35 @@ impl SaveFormat {
 pub const MAX_NPC_ID_CHARS: usize = 256;
 
 impl SaveGame {
-    /// A save of these NPCs, sorted by id.
+    /// A save of these NPCs, sorted by id, with the clock at their newest message
+    /// (set the game's clock with [`with_clock`](Self::with_clock)).
     pub fn new(mut npcs: Vec<Arc<NpcSave>>) -> Self {
         npcs.sort_by(|a, b| a.id.cmp(&b.id));
-        Self {
+        let mut save = Self {
             format_version: SAVE_FORMAT_VERSION,
             crate_version: env!("CARGO_PKG_VERSION").to_owned(),
             npcs,
-        }
+            clock: 0.0,
+        };
+        save.clock = save.newest_stamp().unwrap_or(0.0);
+        save
+    }
+
+    /// The same save with the memory clock at `seconds`.
+    pub fn with_clock(mut self, seconds: f64) -> Self {
+        self.clock = seconds;
+        self
+    }
+
+    /// The newest message stamp in any NPC's log, if any NPC has a message. Time
+    /// after a load starts no earlier than this, so new lines always come after
+    /// the saved ones.
+    pub fn newest_stamp(&self) -> Option<f64> {
+        self.npcs
+            .iter()
+            .filter_map(|npc| npc.memory.log.last().map(|m| m.timestamp))
+            .filter(|t| t.is_finite())
+            .reduce(f64::max)
     }
 
     /// The save as bytes in a format.
@@ -143,6 +173,11 @@ impl SaveGame {
     /// appears twice. Reading a save runs it; so does writing one, so the game never
     /// writes a save it could not read back.
     pub fn validate(&self) -> Result<(), LoadError> {
+        if !self.clock.is_finite() {
+            return Err(LoadError::Inconsistent(
+                "the memory clock is not a finite number".into(),
+            ));
+        }
         let mut previous: Option<&NpcId> = None;
         for npc in &self.npcs {
             let chars = npc.id.as_str().chars().count();
@@ -244,6 +279,24 @@ mod tests {
             "what was written loads"
         );
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn a_clock_that_is_not_a_number_is_refused_both_ways() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let save = SaveGame::new(Vec::new()).with_clock(bad);
+            assert!(matches!(save.validate(), Err(LoadError::Inconsistent(_))));
+            let path = std::env::temp_dir().join("npc-format-nan-clock.ron");
+            assert!(matches!(
+                save.write_to(&path, u64::MAX),
+                Err(SaveError::WouldNotLoad(_))
+            ));
+        }
+        // RON can spell NaN; the reader refuses it.
+        let text = "(format_version: 4, crate_version: \"x\", npcs: [], clock: NaN)";
+        assert!(SaveGame::from_bytes(text.as_bytes()).is_err());
+        let fine = "(format_version: 4, crate_version: \"x\", npcs: [], clock: 12.5)";
+        assert_eq!(SaveGame::from_bytes(fine.as_bytes()).unwrap().clock, 12.5);
     }
 
     proptest! {

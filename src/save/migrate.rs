@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::error::{LoadError, malformed};
 use super::format::{SAVE_FORMAT_VERSION, SaveGame};
+use super::rebase::rebase_sessions;
 
 #[derive(Deserialize)]
 struct Header {
@@ -55,14 +56,19 @@ impl SaveGame {
 /// and convert them in a new arm.
 fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
     match version {
-        // Format 2 is format 3 without queued lines, which default to none.
-        2 | SAVE_FORMAT_VERSION => {
+        // Format 2 is format 3 without queued lines, which default to none; format 3
+        // is format 4 without the clock, which the rebase sets.
+        2..=SAVE_FORMAT_VERSION => {
             let mut save: SaveGame = if ron {
                 ron::from_str(text).map_err(malformed)?
             } else {
                 serde_json::from_str(text).map_err(malformed)?
             };
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            if version < 4 {
+                rebase_sessions(&mut save);
+                save.format_version = SAVE_FORMAT_VERSION;
+            }
             Ok(save)
         }
         1 => {
@@ -73,6 +79,7 @@ fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
             };
             let mut save = old.migrate();
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
+            rebase_sessions(&mut save);
             Ok(save)
         }
         found if found > SAVE_FORMAT_VERSION => Err(LoadError::UnsupportedVersion {

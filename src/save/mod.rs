@@ -6,6 +6,7 @@ mod error;
 mod file;
 mod format;
 mod migrate;
+mod rebase;
 mod slot;
 mod unity;
 mod v1;

@@ -57,6 +57,8 @@ impl SaveGameV1 {
             format_version: SAVE_FORMAT_VERSION,
             crate_version: self.crate_version,
             npcs,
+            // Set when the timestamps are rebased.
+            clock: 0.0,
         }
     }
 }

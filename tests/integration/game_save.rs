@@ -114,7 +114,18 @@ fn memory_rides_in_the_games_save_and_an_older_slot_brings_back_its_own() {
         said(&h, "echo7"),
         ["My name is Alex.", "The reactor code is 7-4-1."]
     );
+    let stamps = |h: &Harness| -> Vec<f64> {
+        let logs = h.app.world().resource::<ChatLogs>();
+        let log = logs.get(&NpcId::new("echo7")).unwrap();
+        log.messages().iter().map(|m| m.timestamp).collect()
+    };
+    let saved_newest = stamps(&h).into_iter().fold(0.0, f64::max);
     talk(&mut h, "Do you remember the code?");
+    let new_stamps = stamps(&h);
+    assert!(
+        new_stamps[4..].iter().all(|&t| t > saved_newest),
+        "time went on from the game's save, not from zero: {new_stamps:?}"
+    );
     let window: Vec<String> = h
         .window("echo7")
         .iter()
@@ -150,27 +161,47 @@ fn the_snapshot_follows_every_change_and_matches_a_file_save() {
     h.spawn("echo7", crate::support::persona("ECHO-7"));
     talk(&mut h, "First line.");
     h.app.update();
-    let taken = h
-        .app
-        .world()
-        .resource::<NpcMemorySnapshot>()
-        .save()
-        .unwrap()
-        .clone();
+    let snapshot = |h: &Harness| {
+        h.app
+            .world()
+            .resource::<NpcMemorySnapshot>()
+            .save()
+            .unwrap()
+    };
+    let clock = |h: &Harness| h.app.world().resource::<NpcMemoryClock>().seconds();
+    let taken = snapshot(&h);
+    assert_eq!(taken.clock, clock(&h), "the clock is the one of this frame");
     let path = dir.join("file.json");
     h.save_to(&path);
     let on_disk =
         bevy_npc_memory::save::SaveGame::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(taken, on_disk);
+    assert!(
+        on_disk.clock > taken.clock,
+        "play time went on while the file was written"
+    );
+    assert_eq!(
+        taken.with_clock(0.0),
+        on_disk.with_clock(0.0),
+        "the same memory"
+    );
+
+    // Frames without a change keep the clock current and the memory shared.
+    let before = snapshot(&h);
+    for _ in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        h.app.update();
+    }
+    let idle = snapshot(&h);
+    assert!(idle.clock > before.clock);
+    assert_eq!(idle.clock, clock(&h));
+    assert!(
+        std::sync::Arc::ptr_eq(&idle.npcs[0], &before.npcs[0]),
+        "an unchanged NPC is not taken apart again"
+    );
+
     talk(&mut h, "Second line.");
     h.app.update();
-    let again = h
-        .app
-        .world()
-        .resource::<NpcMemorySnapshot>()
-        .save()
-        .unwrap()
-        .clone();
+    let again = snapshot(&h);
     let log = &again.npcs[0].memory.log;
     assert_eq!(log.len(), 4, "both lines and both replies: {log:?}");
     std::fs::remove_dir_all(dir).ok();

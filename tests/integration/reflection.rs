@@ -127,35 +127,53 @@ fn settings_and_features_are_edited_by_reflection() {
 }
 
 /// What a console command or Bevy's remote protocol does: build a message from
-/// text by reflection and write it. Here, a save.
-#[test]
-fn messages_can_be_written_by_reflection() {
+/// text by reflection and write it.
+fn write_by_reflection(h: &mut Harness, type_path: &str, ron_text: &str) {
     use bevy::ecs::reflect::ReflectMessage;
     use bevy::reflect::serde::TypedReflectDeserializer;
 
+    let registry = h.app.world().resource::<AppTypeRegistry>().clone();
+    let registry = registry.read();
+    let registration = registry
+        .get_with_type_path(type_path)
+        .unwrap_or_else(|| panic!("{type_path} is registered"));
+    let message = TypedReflectDeserializer::new(registration, &registry)
+        .deserialize(&mut ron::Deserializer::from_str(ron_text).unwrap())
+        .unwrap();
+    registration
+        .data::<ReflectMessage>()
+        .expect("reflected as a message")
+        .write_message(h.app.world_mut(), &*message, &registry);
+}
+
+#[test]
+fn messages_can_be_written_by_reflection() {
     let dir = crate::support::temp_dir("reflected-save");
     let path = dir.join("slot.json");
     let mut h = Harness::new(NpcMemoryPlugin::default());
     h.spawn("echo7", crate::support::persona("ECHO-7"));
-    h.say("echo7", "Remember the blue door.");
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::TalkToNpc",
+        r#"(npc: "echo7", text: "Remember the blue door.")"#,
+    );
     h.wait_for_replies(1);
-    let registry = h.app.world().resource::<AppTypeRegistry>().clone();
-    {
-        let registry = registry.read();
-        let registration = registry
-            .get_with_type_path("bevy_npc_memory::SaveMemory")
-            .expect("SaveMemory is registered");
-        let text = format!("(path: {:?})", path.to_str().unwrap());
-        let message = TypedReflectDeserializer::new(registration, &registry)
-            .deserialize(&mut ron::Deserializer::from_str(&text).unwrap())
-            .unwrap();
-        registration
-            .data::<ReflectMessage>()
-            .expect("reflected as a message")
-            .write_message(h.app.world_mut(), &*message, &registry);
-    }
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::SetPinnedFact",
+        r#"(npc: "echo7", key: "current_goal", value: "open the blue door")"#,
+    );
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::SaveMemory",
+        &format!("(path: {:?})", path.to_str().unwrap()),
+    );
     h.wait_for::<MemorySaved>(1);
     let saved = std::fs::read_to_string(&path).unwrap();
     assert!(saved.contains("Remember the blue door."));
+    assert!(
+        saved.contains("open the blue door"),
+        "the pinned fact was set"
+    );
     std::fs::remove_dir_all(dir).ok();
 }

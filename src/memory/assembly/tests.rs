@@ -67,6 +67,7 @@ fn without_a_budget_every_section_is_sent_in_order() {
         window: 8..12,
         covered_until: 8,
         budget: &PromptBudget::default(),
+        dates: &DateFormat::default(),
     });
     let system = &prompt.messages[0].content;
     let order = [
@@ -119,6 +120,7 @@ fn a_tight_budget_trims_flexible_sections_but_never_persona_facts_or_uncovered_l
         window: 24..40,
         covered_until: 36,
         budget: &budget,
+        dates: &DateFormat::default(),
     });
     let system = &prompt.messages[0].content;
     assert!(system.starts_with("You are ECHO-7."));
@@ -168,6 +170,7 @@ fn an_impossible_budget_is_reported_not_enforced_on_required_sections() {
         window: 0..6,
         covered_until: 0,
         budget: &budget,
+        dates: &DateFormat::default(),
     });
     assert!(prompt.over_budget());
     assert_eq!(
@@ -197,6 +200,7 @@ fn hostile_player_lines_stay_quoted_data_inside_the_system_message() {
         window: 4..6,
         covered_until: 4,
         budget: &PromptBudget::default(),
+        dates: &DateFormat::default(),
     });
     let system = &prompt.messages[0].content;
     for line in system.lines().skip(1) {
@@ -232,6 +236,7 @@ fn chinese_personas_get_chinese_headings() {
         window: 2..4,
         covered_until: 2,
         budget: &PromptBudget::default(),
+        dates: &DateFormat::default(),
     });
     assert!(prompt.messages[0].content.contains("[回忆的原话"));
     assert!(prompt.messages[0].content.contains("\"我叫小明\""));
@@ -259,6 +264,7 @@ fn recalled_lines_of_the_same_minute_share_one_time_heading() {
         window: 4..6,
         covered_until: 4,
         budget: &budget,
+        dates: &DateFormat::default(),
     });
     let system = &prompt.messages[0].content;
     assert_eq!(system.matches("[day 1 00:00]").count(), 1, "{system}");

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Why text is not a valid [`FactKey`].
@@ -44,7 +45,12 @@ pub const MAX_KEY_LEN: usize = 48;
 /// `current_goal` hold one value and take no subkey; `constraint`, `preference` and
 /// `promise` hold one value per subkey and need one. Any other valid key is
 /// [`FactCategory::Custom`], which only the game may set.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// It reflects as an opaque value written as its text.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(opaque)]
+#[reflect(Serialize, Deserialize, Debug, PartialEq, Hash, Clone)]
 pub struct FactKey(Cow<'static, str>);
 
 impl FactKey {

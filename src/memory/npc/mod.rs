@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::assembly::{AssembledPrompt, AssemblyInput, assemble, basic_prompt};
+use super::clock::{DateFormat, Now, stamp};
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation};
 use super::facts::{FactChange, FactKey, FactsError};
@@ -147,8 +148,14 @@ impl LayersMut<'_> {
     /// is built (recalling old lines for it when recall is on), and a summary starts
     /// if one is due. Send [`Turn::messages`], and [`Turn::summary`] if set; call
     /// [`reply`](Self::reply) with the answer.
-    pub fn say(&mut self, text: impl Into<Arc<str>>, now: f64) -> Turn {
-        let recorded = self.record(Role::User, text, now);
+    ///
+    /// `now` is the game time, a number of seconds or a [`Now`] that also says how
+    /// the prompt writes dates. The line is stamped no earlier than the log's newest
+    /// message (see [`record`](Self::record)).
+    pub fn say(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
+        let now = now.into();
+        self.context.dates = now.format;
+        let recorded = self.record(Role::User, text, now.seconds);
         let messages = self.reply_prompt();
         Turn {
             index: recorded.index,
@@ -163,9 +170,11 @@ impl LayersMut<'_> {
     }
 
     /// The NPC answered with `text`: it enters the log and the window, and a
-    /// summary starts if one is due.
-    pub fn reply(&mut self, text: impl Into<Arc<str>>, now: f64) -> Replied {
-        let recorded = self.record(Role::Assistant, text, now);
+    /// summary starts if one is due. `now` is as for [`say`](Self::say).
+    pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Replied {
+        let now = now.into();
+        self.context.dates = now.format;
+        let recorded = self.record(Role::Assistant, text, now.seconds);
         Replied {
             index: recorded.index,
             overflow: recorded.overflow,
@@ -183,7 +192,14 @@ impl LayersMut<'_> {
     /// Appends a player or NPC message to the log and trims the window. For tools
     /// that replay a log; a game goes through [`say`](Self::say) and
     /// [`reply`](Self::reply), which also start summaries.
+    ///
+    /// The message is stamped `max(timestamp, newest stamp in the log)`: a game may
+    /// wind its clock back (a loaded checkpoint, a calendar that restarts), but the
+    /// log stays in time order, so recall never takes an old line for a new one and
+    /// prompt dates never run backwards. A `timestamp` that is not a finite number
+    /// counts as the newest stamp.
     pub fn record(&mut self, role: Role, content: impl Into<Arc<str>>, timestamp: f64) -> Recorded {
+        let timestamp = stamp(timestamp, self.last_stamp());
         let index = self.log.append(role, content, timestamp);
         self.sync_recall();
         let overflow = self.trim();
@@ -257,6 +273,19 @@ impl LayersMut<'_> {
         value: &str,
         evidence: Vec<LogIndex>,
     ) -> Result<FactChange, FactsError> {
+        let now = self.now();
+        self.set_fact_at(key, value, evidence, now)
+    }
+
+    /// [`set_fact`](Self::set_fact) at game time `now` (seconds): the fact's change
+    /// time, never earlier than the log's newest message.
+    pub fn set_fact_at(
+        &mut self,
+        key: FactKey,
+        value: &str,
+        evidence: Vec<LogIndex>,
+        now: f64,
+    ) -> Result<FactChange, FactsError> {
         if let Some(&index) = evidence.iter().find(|&&i| i >= self.log.next_index()) {
             return Err(FactsError::EvidenceOutOfRange {
                 key: key.to_string(),
@@ -264,7 +293,7 @@ impl LayersMut<'_> {
                 covered: 0..self.log.next_index(),
             });
         }
-        let now = self.now();
+        let now = stamp(now, self.last_stamp());
         let change = self.context.facts.set_by_game(key, value, now, evidence)?;
         Ok(change)
     }
@@ -272,11 +301,29 @@ impl LayersMut<'_> {
     /// Removes a pinned fact (it is kept in the fact's history as outdated).
     pub fn remove_fact(&mut self, key: &FactKey) {
         let now = self.now();
+        self.remove_fact_at(key, now);
+    }
+
+    /// [`remove_fact`](Self::remove_fact) at game time `now` (seconds), never
+    /// earlier than the log's newest message.
+    pub fn remove_fact_at(&mut self, key: &FactKey, now: f64) {
+        let now = stamp(now, self.last_stamp());
         self.context.facts.remove_by_game(key, now);
     }
 
+    /// Sets how prompts write dates until the next event brings its own [`Now`].
+    pub fn set_date_format(&mut self, format: DateFormat) {
+        self.context.dates = format;
+    }
+
+    /// The newest stamp in the log: the memory's own idea of "now" when the caller
+    /// gives none (summaries, model-set facts).
     pub(super) fn now(&self) -> f64 {
-        self.log.messages().last().map_or(0.0, |m| m.timestamp)
+        self.last_stamp().unwrap_or(0.0)
+    }
+
+    fn last_stamp(&self) -> Option<f64> {
+        self.log.messages().last().map(|m| m.timestamp)
     }
 
     /// Keeps the recall index level with the log (also after recall is switched on).
@@ -317,12 +364,14 @@ impl LayersMut<'_> {
         *self.log = ChatLog::new();
         let persona = self.context.persona.clone();
         let features = std::mem::take(&mut self.context.features);
+        let dates = std::mem::take(&mut self.context.dates);
         *self.context = ContextMemory::new(
             persona,
             self.context.threshold,
             self.context.max_summary_chars,
         );
         self.context.features = features;
+        self.context.dates = dates;
         self.window.reset(0);
     }
 
@@ -393,5 +442,6 @@ fn build_prompt(
         window: window.start()..log.next_index(),
         covered_until: context.covered_until,
         budget: &context.features.budget,
+        dates: &context.dates,
     })
 }

@@ -41,7 +41,7 @@ impl Dialogue<'_, '_> {
 
     /// Records a cut-off reply; returns its log index.
     fn record_cut_off(&mut self, npc: &NpcId, text: String) -> Option<LogIndex> {
-        let now = self.time.elapsed_secs_f64();
+        let now = self.clock.now();
         let replied = self.layers.get_mut(npc)?.reply(text, now);
         self.report_overflow(npc, replied.overflow);
         self.send_summary(npc, replied.summary);

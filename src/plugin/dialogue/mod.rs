@@ -13,6 +13,7 @@ use bevy::prelude::*;
 pub(crate) use outbox::Outbox;
 
 use super::bridge::LlmBridge;
+use super::clock::NpcMemoryClock;
 use super::layers::Layers;
 use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
@@ -35,7 +36,7 @@ pub(crate) struct Dialogue<'w, 's> {
     bridge: ResMut<'w, LlmBridge>,
     settings: Res<'w, NpcMemorySettings>,
     telemetry: Res<'w, Telemetry>,
-    time: Res<'w, Time>,
+    clock: ResMut<'w, NpcMemoryClock>,
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
     out: Outbox<'w, 's>,
@@ -96,7 +97,7 @@ impl<'w> Dialogue<'w, '_> {
 
     /// The line enters memory, and its reply request (and any summary due) starts.
     fn answer(&mut self, npc: &NpcId, line: QueuedLine) {
-        let now = self.time.elapsed_secs_f64();
+        let now = self.clock.now();
         let Some(mut layers) = self.layers.get_mut(npc) else {
             return;
         };
@@ -152,7 +153,7 @@ impl<'w> Dialogue<'w, '_> {
                 npc: request.npc.clone(),
                 purpose,
                 backend: self.bridge.backend_name(purpose).to_owned(),
-                at: self.time.elapsed_secs_f64(),
+                at: self.clock.seconds(),
                 estimated_tokens: estimate_prompt_tokens(&request.messages),
                 messages: request.messages.clone(),
             });
@@ -209,7 +210,8 @@ impl<'w> Dialogue<'w, '_> {
 
     pub(crate) fn set_fact(&mut self, npc: &NpcId, key: &FactKey, value: &str) {
         if let Some(mut layers) = self.layers.get_mut(npc)
-            && let Err(error) = layers.set_fact(key.clone(), value, Vec::new())
+            && let Err(error) =
+                layers.set_fact_at(key.clone(), value, Vec::new(), self.clock.seconds())
         {
             tracing::warn!("pinned fact {key} for NPC {npc} was not set: {error}");
         }
@@ -217,7 +219,7 @@ impl<'w> Dialogue<'w, '_> {
 
     pub(crate) fn remove_fact(&mut self, npc: &NpcId, key: &FactKey) {
         if let Some(mut layers) = self.layers.get_mut(npc) {
-            layers.remove_fact(key);
+            layers.remove_fact_at(key, self.clock.seconds());
         }
     }
 
@@ -240,6 +242,16 @@ impl<'w> Dialogue<'w, '_> {
             }
         }
         self.next_line(npc);
+    }
+
+    /// The memory clock, which saves store.
+    pub(crate) fn clock(&self) -> &NpcMemoryClock {
+        &self.clock
+    }
+
+    /// The memory clock, which loads restore.
+    pub(crate) fn clock_mut(&mut self) -> &mut NpcMemoryClock {
+        &mut self.clock
     }
 
     /// The layers, for loading and saving.

@@ -98,7 +98,7 @@ impl Dialogue<'_, '_> {
     ) {
         match result {
             Ok(response) => {
-                let now = self.time.elapsed_secs_f64();
+                let now = self.clock.now();
                 let text: Arc<str> = self.cut_runaway(npc, response.content).into();
                 if let Some(mut layers) = self.layers.get_mut(npc) {
                     let replied = layers.reply(text.clone(), now);

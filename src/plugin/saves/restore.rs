@@ -42,8 +42,8 @@ pub(crate) fn restore_snapshot(
 }
 
 /// After any change (a line, a reply, a summary, a file load), the resource holds
-/// the memory in use. Nothing is taken apart when nothing changed, and a change
-/// takes apart only the NPCs it touched.
+/// the memory in use, and every frame the clock. Nothing is taken apart when
+/// nothing changed, and a change takes apart only the NPCs it touched.
 pub(crate) fn keep_snapshot_current(
     mut snapshot: ResMut<NpcMemorySnapshot>,
     mut dialogue: Dialogue,
@@ -54,8 +54,10 @@ pub(crate) fn keep_snapshot_current(
     if snapshot.is_pending() {
         return;
     }
-    let save = state.snapshot(&mut dialogue);
-    if !snapshot.holds(&save) {
-        snapshot.bypass_change_detection().set_current(save);
+    let memory = state.memory(&mut dialogue);
+    let snapshot = snapshot.bypass_change_detection();
+    if !snapshot.holds(&memory) {
+        snapshot.set_current(memory);
     }
+    snapshot.set_clock(dialogue.clock().seconds());
 }

@@ -46,12 +46,17 @@ use crate::save::{LoadError, SaveFormat, SaveGame};
 /// ```
 ///
 /// [`LoadMemory`]: super::LoadMemory
+/// [`MemoryRestored`]: super::MemoryRestored
+/// [`MemoryRestoreFailed`]: super::MemoryRestoreFailed
 #[derive(Resource, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(opaque)]
 #[reflect(Resource, Serialize, Deserialize, Debug, PartialEq, Clone, Default)]
 pub struct NpcMemorySnapshot {
     state: SnapshotState,
+    /// The memory clock, kept current every frame apart from the memory, which is
+    /// only taken again after a change.
+    clock: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +81,7 @@ impl Default for NpcMemorySnapshot {
     fn default() -> Self {
         Self {
             state: SnapshotState::Current(Arc::new(SaveGame::new(Vec::new()))),
+            clock: None,
         }
     }
 }
@@ -85,6 +91,7 @@ impl NpcMemorySnapshot {
     pub fn restore(save: SaveGame) -> Self {
         Self {
             state: SnapshotState::Arrived(Arc::new(save)),
+            clock: None,
         }
     }
 
@@ -99,24 +106,33 @@ impl NpcMemorySnapshot {
                     text: String::from_utf8_lossy(bytes).into(),
                     reported: false,
                 },
+                clock: None,
             },
         }
     }
 
-    /// The memory this snapshot holds, or why it could not be read.
-    pub fn save(&self) -> Result<&SaveGame, &LoadError> {
+    /// The memory this snapshot holds, with the clock as of this frame, or why it
+    /// could not be read. Copies one pointer per NPC.
+    pub fn save(&self) -> Result<SaveGame, &LoadError> {
         match &self.state {
-            SnapshotState::Current(save) | SnapshotState::Arrived(save) => Ok(save),
+            SnapshotState::Current(save) | SnapshotState::Arrived(save) => {
+                let save = save.as_ref().clone();
+                Ok(match self.clock {
+                    Some(clock) => save.with_clock(clock),
+                    None => save,
+                })
+            }
             SnapshotState::Unreadable { error, .. } => Err(error),
         }
     }
 
     /// The NPCs whose memory it holds.
     pub fn npcs(&self) -> impl Iterator<Item = &NpcId> {
-        self.save()
-            .ok()
-            .into_iter()
-            .flat_map(|s| s.npcs.iter().map(|n| &n.id))
+        let save = match &self.state {
+            SnapshotState::Current(save) | SnapshotState::Arrived(save) => Some(save),
+            SnapshotState::Unreadable { .. } => None,
+        };
+        save.into_iter().flat_map(|s| s.npcs.iter().map(|n| &n.id))
     }
 
     /// Whether it still waits to be restored.
@@ -130,6 +146,11 @@ impl NpcMemorySnapshot {
 
     pub(super) fn set_current(&mut self, save: Arc<SaveGame>) {
         self.state = SnapshotState::Current(save);
+        self.clock = None;
+    }
+
+    pub(super) fn set_clock(&mut self, seconds: f64) {
+        self.clock = Some(seconds);
     }
 
     /// What the plugin must do with a snapshot put in from outside: restore it, or
@@ -151,10 +172,10 @@ impl NpcMemorySnapshot {
 
 impl Serialize for NpcMemorySnapshot {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let save = match &self.state {
-            SnapshotState::Current(save) | SnapshotState::Arrived(save) => save,
-            SnapshotState::Unreadable { text, .. } => return serializer.serialize_str(text),
-        };
+        if let SnapshotState::Unreadable { text, .. } = &self.state {
+            return serializer.serialize_str(text);
+        }
+        let save = self.save().map_err(serde::ser::Error::custom)?;
         let bytes = save
             .to_bytes(SaveFormat::Json)
             .map_err(serde::ser::Error::custom)?;

@@ -131,14 +131,27 @@ impl SaveState {
         true
     }
 
-    /// A save of every NPC's memory as it is now.
-    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
+    /// Every NPC's memory as it is now, built again only after a change. Its clock
+    /// is the one at that change; [`SaveState::snapshot`] brings it up to date.
+    pub(super) fn memory(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
         self.refresh(dialogue);
+        let clock = dialogue.clock().seconds();
         self.latest
             .get_or_insert_with(|| {
-                Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()))
+                Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()).with_clock(clock))
             })
             .clone()
+    }
+
+    /// A save of every NPC's memory and the clock as they are now.
+    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
+        let memory = self.memory(dialogue);
+        let clock = dialogue.clock().seconds();
+        if memory.clock == clock {
+            return memory;
+        }
+        // Copies one pointer per NPC; only taken when a save is written.
+        Arc::new(memory.as_ref().clone().with_clock(clock))
     }
 
     /// The memory just became `save`'s (a load or a restore): nothing needs saving.

@@ -309,6 +309,11 @@ pub(super) fn replace_memory(
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
     dialogue.cancel_all();
+    // Time continues from the save: new lines come after every saved one. A clock
+    // the game drives keeps the game's time; each log's own order is still kept,
+    // since the core never stamps a line before the newest one in its log.
+    let newest = save.newest_stamp();
+    dialogue.clock_mut().restore(save.clock, newest);
     let layers = dialogue.layers();
     layers.remove_all();
     state.replaced_by(save);

@@ -121,6 +121,17 @@ impl PinnedFacts {
             .flat_map(|slot| slot.history.iter().chain(&slot.active))
     }
 
+    /// Every fact's change time, history and active alike, to rewrite in place
+    /// (save migration moves old session times onto one clock).
+    pub(crate) fn change_times_mut(&mut self) -> impl Iterator<Item = &mut f64> {
+        self.slots.values_mut().flat_map(|slot| {
+            slot.history
+                .iter_mut()
+                .chain(&mut slot.active)
+                .map(|fact| &mut fact.changed_at)
+        })
+    }
+
     /// Forgets every fact and all history.
     pub fn clear(&mut self) {
         self.slots.clear();
