@@ -209,6 +209,29 @@ mod tests {
         }
     }
 
+    /// Messages never recalled, forgotten or cited as evidence.
+    fn plain_messages() -> MessageFacts<'static> {
+        MessageFacts {
+            access_count: &|_| 0,
+            is_forgotten: &|_| false,
+            is_evidence: &|_| false,
+        }
+    }
+
+    /// One low-priority segment over the first ten messages.
+    fn one_low_segment(from_time: f64, to_time: f64) -> Segments {
+        let mut segments = Segments::default();
+        segments.push(SummarySegment {
+            covered: 0..10,
+            text: "old".into(),
+            level: 0,
+            priority: SegmentPriority::Low,
+            from_time,
+            to_time,
+        });
+        segments
+    }
+
     #[test]
     fn old_small_talk_and_covered_lines_go_but_evidence_and_favourites_stay() {
         let log = log(300);
@@ -242,22 +265,8 @@ mod tests {
 
     #[test]
     fn a_disabled_policy_forgets_nothing() {
-        let never = |_: LogIndex| false;
-        let zero = |_: LogIndex| 0;
-        let facts = MessageFacts {
-            access_count: &zero,
-            is_forgotten: &never,
-            is_evidence: &never,
-        };
-        let mut segments = Segments::default();
-        segments.push(SummarySegment {
-            covered: 0..10,
-            text: "old".into(),
-            level: 0,
-            priority: SegmentPriority::Low,
-            from_time: 0.0,
-            to_time: 1.0,
-        });
+        let facts = plain_messages();
+        let segments = one_low_segment(0.0, 1.0);
         let off = ForgettingPolicy::default();
         assert!(off.sweep(&log(9000), 9000, &segments, &facts).is_empty());
         let on = policy().sweep(&log(9000), 9000, &segments, &facts);
@@ -272,22 +281,8 @@ mod tests {
         for message in &mut log[10..] {
             message.timestamp += 7.0 * 86_400.0;
         }
-        let never = |_: LogIndex| false;
-        let zero = |_: LogIndex| 0;
-        let facts = MessageFacts {
-            access_count: &zero,
-            is_forgotten: &never,
-            is_evidence: &never,
-        };
-        let mut segments = Segments::default();
-        segments.push(SummarySegment {
-            covered: 0..10,
-            text: "old".into(),
-            level: 0,
-            priority: SegmentPriority::Low,
-            from_time: log[0].timestamp,
-            to_time: log[9].timestamp,
-        });
+        let facts = plain_messages();
+        let segments = one_low_segment(log[0].timestamp, log[9].timestamp);
         let by_messages = policy();
         let quiet = by_messages.sweep(&log, 20, &segments, &facts);
         assert!(quiet.is_empty(), "twenty messages are not old by count");

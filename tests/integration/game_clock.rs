@@ -298,13 +298,7 @@ fn a_format_3_save_with_restarted_clocks_migrates_in_order() {
     let path = dir.join("savegame.json");
     std::fs::copy(V3_FIXTURE, &path).unwrap();
     let mut h = Harness::new(seed_sized(OfflineBackend::default()));
-    h.load_from(&path);
-    assert_eq!(
-        h.inbox::<MemoryLoaded>().len(),
-        1,
-        "{:?}",
-        h.inbox::<MemoryLoadFailed>()
-    );
+    h.load_ok(&path);
     h.spawn("echo7", persona("ECHO-7"));
     talk(&mut h, "echo7", "I am back again.");
     let log = messages(&h, "echo7");

@@ -336,13 +336,7 @@ fn a_version_one_save_migrates_and_keeps_every_layer() {
     let path = dir.join("savegame.json");
     std::fs::write(&path, &bytes).unwrap();
     let mut h = Harness::new(seed_sized(OfflineBackend::default()));
-    h.load_from(&path);
-    assert_eq!(
-        h.inbox::<MemoryLoaded>().len(),
-        1,
-        "{:?}",
-        h.inbox::<MemoryLoadFailed>()
-    );
+    h.load_ok(&path);
     h.spawn(
         "echo7",
         persona("ECHO-7").with_language(PromptLanguage::Chinese),

@@ -200,6 +200,19 @@ impl Harness {
         });
     }
 
+    /// Loads `path`, waits, and fails the test unless it loaded.
+    pub fn load_ok(&mut self, path: &std::path::Path) {
+        let loaded = self.inbox::<MemoryLoaded>().len();
+        self.load_from(path);
+        assert_eq!(
+            self.inbox::<MemoryLoaded>().len(),
+            loaded + 1,
+            "{} did not load: {:?}",
+            path.display(),
+            self.inbox::<MemoryLoadFailed>()
+        );
+    }
+
     /// Loads `path` and waits for the outcome.
     pub fn load_from(&mut self, path: &std::path::Path) {
         let before = self.inbox::<MemoryLoaded>().len() + self.inbox::<MemoryLoadFailed>().len();
