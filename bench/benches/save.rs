@@ -49,10 +49,10 @@ fn npc(i: usize) -> NpcMemory {
 
 /// One NPC's entry in a save: what the plugin's snapshot makes for a changed NPC.
 fn npc_save(i: usize, memory: &NpcMemory) -> Arc<NpcSave> {
-    Arc::new(NpcSave {
-        id: NpcId::new(format!("npc{i:03}")),
-        memory: MemoryParts::of(&memory.log, &memory.window, &memory.context),
-    })
+    Arc::new(NpcSave::new(
+        NpcId::new(format!("npc{i:03}")),
+        MemoryParts::of(&memory.log, &memory.window, &memory.context),
+    ))
 }
 
 fn bench(c: &mut Criterion) {
