@@ -163,6 +163,7 @@ mod tests {
             content: text.into(),
             index,
             timestamp: 0.0,
+            origin: Default::default(),
         }
     }
 

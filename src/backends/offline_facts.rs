@@ -82,6 +82,7 @@ mod tests {
                     content: Arc::from(*line),
                     index: 10 + i as u64,
                     timestamp: 0.0,
+                    origin: Default::default(),
                 })
                 .collect(),
             player_name: "Player".into(),

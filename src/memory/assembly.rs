@@ -24,6 +24,7 @@ use super::config::{PromptBudget, SectionShares};
 use super::log::ChatLog;
 use super::log::recall::{RecallHit, RecallReason};
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
+use super::origin::Origin;
 use super::persona::{PersonaPrompt, PromptLanguage};
 use super::quote::quote;
 use super::segments::{SegmentPriority, SummarySegment};
@@ -191,7 +192,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .iter()
         .filter_map(|hit| input.log.get(hit.index))
         .map(|m| {
-            let text = recalled_line(m, input.persona);
+            let text = recalled_line(m, input.persona, input.dates);
             Item {
                 tokens: estimate_tokens(&text) + 1,
                 text,
@@ -233,7 +234,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let sent_window = &window[window_start..];
     let mut messages = Vec::with_capacity(1 + sent_window.len());
     messages.push(PromptMessage::new(Role::System, system));
-    messages.extend(sent_window.iter().map(ChatMessage::to_prompt));
+    messages.extend(sent_window.iter().map(|m| m.to_prompt_with(input.dates)));
 
     let sections = vec![
         SectionReport {
@@ -453,13 +454,12 @@ fn segment_line(segment: &SummarySegment, language: PromptLanguage, dates: &Date
     }
 }
 
-fn recalled_line(message: &ChatMessage, persona: &PersonaPrompt) -> String {
-    let speaker = match message.role {
-        Role::User => persona.style.player_name.as_str(),
-        Role::Assistant => persona.name.as_str(),
-        Role::System => "System",
-    };
-    format!("- {}: {}", quote(speaker), quote(&message.content))
+fn recalled_line(message: &ChatMessage, persona: &PersonaPrompt, dates: &DateFormat) -> String {
+    if !message.origin.is_said() && !matches!(message.origin, Origin::SaidPrivately) {
+        return format!("- {}", message.note(dates));
+    }
+    let (speaker, text) = message.transcript_parts(&persona.style.player_name, &persona.name);
+    format!("- {}: {}", quote(speaker), quote(&text))
 }
 
 /// Section headings. Each says the block is data, not instructions.
@@ -519,10 +519,14 @@ impl PartialEq for ComposedPrompt {
 /// Basic mode's reply prompt: the system prompt, then the whole window, which is
 /// what [`assemble`] sends when no feature is on. Nothing is budgeted or reported,
 /// so nothing needs counting.
-pub(crate) fn basic_prompt(system: Arc<str>, window: &[ChatMessage]) -> Vec<PromptMessage> {
+pub(crate) fn basic_prompt(
+    system: Arc<str>,
+    window: &[ChatMessage],
+    dates: &DateFormat,
+) -> Vec<PromptMessage> {
     let mut messages = Vec::with_capacity(1 + window.len());
     messages.push(PromptMessage::new(Role::System, system));
-    messages.extend(window.iter().map(ChatMessage::to_prompt));
+    messages.extend(window.iter().map(|m| m.to_prompt_with(dates)));
     messages
 }
 

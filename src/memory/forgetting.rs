@@ -194,6 +194,7 @@ mod tests {
                 }),
                 index: i,
                 timestamp: i as f64,
+                origin: Default::default(),
             })
             .collect()
     }

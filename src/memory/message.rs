@@ -6,6 +6,8 @@ use std::sync::Arc;
 use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
+use super::origin::Origin;
+
 /// Who spoke a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,6 +51,10 @@ pub struct ChatMessage {
     pub index: LogIndex,
     /// When it was said, in game seconds: never earlier than the message before it.
     pub timestamp: f64,
+    /// Where it came from: the conversation (the default), something the NPC saw,
+    /// or something it was told.
+    #[serde(default, skip_serializing_if = "Origin::is_said")]
+    pub origin: Origin,
 }
 
 impl ChatMessage {

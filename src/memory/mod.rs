@@ -19,6 +19,7 @@ mod forgetting;
 mod log;
 mod message;
 mod npc;
+mod origin;
 mod parts;
 mod persona;
 mod quote;
@@ -29,6 +30,8 @@ mod tokens;
 mod validation;
 mod window;
 
+#[cfg(test)]
+mod knowledge_tests;
 #[cfg(test)]
 mod layered_tests;
 #[cfg(test)]
@@ -54,8 +57,10 @@ pub use log::recall::{
 };
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{
-    LayersMut, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput, Turn, preview_prompt,
+    LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput,
+    Told, Turn, preview_prompt,
 };
+pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};

@@ -90,7 +90,12 @@ impl MemoryParts {
         let mut memory = NpcMemory::new(self.persona, &self.config);
         let mut log = ChatLog::new();
         for message in self.log {
-            log.append(message.role, message.content, message.timestamp);
+            log.append_from(
+                message.role,
+                message.content,
+                message.timestamp,
+                message.origin,
+            );
         }
         memory.log = log;
         let context = &mut memory.context;

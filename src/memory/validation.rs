@@ -220,11 +220,8 @@ impl MemoryParts {
                     format!("is {}", message.index),
                 ));
             }
-            if message.role == super::message::Role::System {
-                return Err(invalid(
-                    format!("{}.role", field()),
-                    "is system; the log holds no system messages",
-                ));
+            if let Err(problem) = message.origin.check(message.role) {
+                return Err(invalid(format!("{}.origin", field()), problem));
             }
             if !message.timestamp.is_finite() {
                 return Err(invalid(

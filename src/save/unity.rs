@@ -89,6 +89,7 @@ pub fn import_unity_save(
             content: entry.content.into(),
             index: log.len() as u64,
             timestamp: 0.0,
+            origin: Default::default(),
         });
     }
     let len = log.len() as u64;

@@ -394,6 +394,7 @@ mod tests {
             content: content.into(),
             index,
             timestamp: 0.0,
+            origin: Default::default(),
         }
     }
 

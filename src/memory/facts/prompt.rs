@@ -1,7 +1,7 @@
 //! What the summarizer is told when facts are on: the reply format, and a transcript
 //! whose lines carry the log indices that evidence cites.
 
-use crate::memory::message::{ChatMessage, Role};
+use crate::memory::message::ChatMessage;
 use crate::memory::persona::PromptLanguage;
 use std::fmt::Write as _;
 
@@ -48,16 +48,12 @@ evidence 是能证明该事实的消息的 # 编号。只列出新的或改变�
 pub fn indexed_transcript(messages: &[ChatMessage], player_name: &str, npc_name: &str) -> String {
     let mut out = String::new();
     for message in messages {
-        let speaker = match message.role {
-            Role::User => player_name,
-            Role::Assistant => npc_name,
-            Role::System => "System",
-        };
+        let (speaker, text) = message.transcript_parts(player_name, npc_name);
         if !out.is_empty() {
             out.push('\n');
         }
         let _ = write!(out, "#{} {speaker}: ", message.index);
-        push_one_line(&mut out, &message.content);
+        push_one_line(&mut out, &text);
     }
     out
 }

@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::message::{ChatMessage, LogIndex, Role};
+use super::origin::Origin;
 
 /// Every message an NPC has exchanged with the player, in order (L2).
 ///
@@ -31,14 +32,41 @@ impl ChatLog {
         content: impl Into<Arc<str>>,
         timestamp: f64,
     ) -> LogIndex {
+        self.append_from(role, content, timestamp, Origin::Said)
+    }
+
+    /// [`append`](Self::append) for an entry that is not a plain conversation line.
+    pub(crate) fn append_from(
+        &mut self,
+        role: Role,
+        content: impl Into<Arc<str>>,
+        timestamp: f64,
+        origin: Origin,
+    ) -> LogIndex {
         let index = self.next_index();
         self.messages.push(ChatMessage {
             role,
             content: content.into(),
             index,
             timestamp,
+            origin,
         });
         index
+    }
+
+    /// Changes where an entry came from (a player line made private afterwards).
+    /// The text and time never change. Returns whether the entry exists.
+    pub(crate) fn set_origin(&mut self, index: LogIndex, origin: Origin) -> bool {
+        match usize::try_from(index)
+            .ok()
+            .and_then(|i| self.messages.get_mut(i))
+        {
+            Some(message) => {
+                message.origin = origin;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Number of messages.

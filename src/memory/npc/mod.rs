@@ -6,7 +6,10 @@
 //! start, and a finished summary ([`LayersMut::finish_summary`]) rewrites the L3
 //! memory the next prompt is built from.
 
+mod knowledge;
 mod summaries;
+
+pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use super::forgetting::{ForgettingReport, MessageFacts};
 use super::log::ChatLog;
 use super::log::recall::RecallQuery;
 use super::message::{LogIndex, PromptMessage, Role};
+use super::origin::Origin;
 use super::persona::PersonaPrompt;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
@@ -153,9 +157,11 @@ impl LayersMut<'_> {
     /// the prompt writes dates. The line is stamped no earlier than the log's newest
     /// message (see [`record`](Self::record)).
     pub fn say(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
-        let now = now.into();
-        self.context.dates = now.format;
-        let recorded = self.record(Role::User, text, now.seconds);
+        self.say_as(text, Origin::Said, now.into())
+    }
+
+    /// The reply request for a player line just recorded.
+    fn turn(&mut self, recorded: Recorded) -> Turn {
         let messages = self.reply_prompt();
         Turn {
             index: recorded.index,
@@ -199,11 +205,7 @@ impl LayersMut<'_> {
     /// prompt dates never run backwards. A `timestamp` that is not a finite number
     /// counts as the newest stamp.
     pub fn record(&mut self, role: Role, content: impl Into<Arc<str>>, timestamp: f64) -> Recorded {
-        let timestamp = stamp(timestamp, self.last_stamp());
-        let index = self.log.append(role, content, timestamp);
-        self.sync_recall();
-        let overflow = self.trim();
-        Recorded { index, overflow }
+        self.record_from(role, content, timestamp, Origin::Said)
     }
 
     /// The messages a reply request sends. In basic mode: the system prompt,
@@ -214,7 +216,7 @@ impl LayersMut<'_> {
             let context = &mut *self.context;
             let system = context.composed.get(&context.persona, &context.summary);
             let window = self.log.range(self.window.start()..self.log.next_index());
-            return basic_prompt(system, window);
+            return basic_prompt(system, window, &context.dates);
         }
         self.assemble().messages.clone()
     }

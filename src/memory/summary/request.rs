@@ -114,11 +114,7 @@ fn numbered_transcript(
 fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> String {
     let mut out = String::new();
     for message in messages {
-        let speaker = match message.role {
-            Role::User => persona.style.player_name.as_str(),
-            Role::Assistant => persona.name.as_str(),
-            Role::System => "System",
-        };
+        let (speaker, text) = message.transcript_parts(&persona.style.player_name, &persona.name);
         if !out.is_empty() {
             out.push('\n');
         }
@@ -126,7 +122,7 @@ fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> String {
         out.push_str(": ");
         // One line per message: a line break inside a message would let it forge a
         // turn of another speaker, or the summary label, for the summarizer to copy.
-        push_one_line(&mut out, &message.content);
+        push_one_line(&mut out, &text);
     }
     out
 }

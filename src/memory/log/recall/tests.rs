@@ -11,6 +11,7 @@ fn message(index: usize, role: Role, text: &str) -> ChatMessage {
         content: Arc::from(text),
         index: index as LogIndex,
         timestamp: index as f64,
+        origin: Default::default(),
     }
 }
 

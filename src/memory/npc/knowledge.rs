@@ -1,0 +1,202 @@
+//! What an NPC knows besides its own conversation: events it saw, things other NPCs
+//! told it, and what it may pass on. Each becomes an entry of the full log, so it is
+//! summarized, recalled and saved like the conversation, and shown quoted with its
+//! time and source.
+
+use std::sync::Arc;
+
+use super::super::clock::{Now, stamp};
+use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
+use super::super::message::{LogIndex, Role};
+use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
+use super::{LayersMut, Recorded, Turn};
+use crate::memory::SummaryJob;
+
+/// What noting an event or a piece of hearsay did.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Noted {
+    /// The entry's index in the log.
+    pub index: LogIndex,
+    /// Set when the window hit its hard cap and uncovered messages left the prompt.
+    pub overflow: Option<super::super::context::Degradation>,
+    /// A summary that became due, to send.
+    pub summary: Option<SummaryJob>,
+}
+
+/// Something an NPC can pass on: the text as it remembers it, and how it came to
+/// know it, ready for the listener's [`LayersMut::hear`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Told {
+    /// What is passed on.
+    pub text: Arc<str>,
+    /// Who tells it, and where it started.
+    pub hearsay: Hearsay,
+    /// The entry in the teller's log it came from.
+    pub from_index: LogIndex,
+}
+
+/// Most entries one query-based telling passes on.
+pub const MAX_TOLD_PER_QUERY: usize = 8;
+
+impl LayersMut<'_> {
+    /// A player line the player asked the NPC to keep to itself. It is answered
+    /// like any other line ([`say`](Self::say)), but never passed on to another NPC.
+    pub fn say_privately(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
+        self.say_as(text, Origin::SaidPrivately, now.into())
+    }
+
+    /// Marks a player line already said as private, as when the player asks
+    /// afterwards ("keep that to yourself"). Returns whether the entry is a player
+    /// line and is now private.
+    pub fn mark_private(&mut self, index: LogIndex) -> bool {
+        let Some(message) = self.log.get(index) else {
+            return false;
+        };
+        if message.role != Role::User || !message.origin.is_shareable() {
+            return message.role == Role::User && message.origin == Origin::SaidPrivately;
+        }
+        self.log.set_origin(index, Origin::SaidPrivately)
+    }
+
+    /// The NPC saw `text` happen. `importance` (0 to 1, clamped) is the game's
+    /// rating. The event enters the log like a line of the conversation, so it is
+    /// summarized and recalled, but prompts show it as a quoted, dated note.
+    pub fn witness(
+        &mut self,
+        text: impl Into<Arc<str>>,
+        importance: f32,
+        now: impl Into<Now>,
+    ) -> Noted {
+        let importance = if importance.is_finite() {
+            importance.clamp(0.0, 1.0)
+        } else {
+            0.5
+        };
+        self.note(text, Origin::Witnessed { importance }, now.into())
+    }
+
+    /// Another NPC told this one something (see [`tell`](Self::tell)). Returns
+    /// `None`, changing nothing, when the NPC already holds the same words: it
+    /// knew it already, and a telling must not echo back along a chain.
+    pub fn hear(&mut self, told: Told, now: impl Into<Now>) -> Option<Noted> {
+        if self.log.messages().iter().any(|m| m.content == told.text) {
+            return None;
+        }
+        let mut hearsay = told.hearsay;
+        hearsay.chain.truncate(MAX_CHAIN);
+        Some(self.note(told.text, Origin::Heard(Arc::new(hearsay)), now.into()))
+    }
+
+    /// What this NPC, called `teller`, can pass on of entry `index` of its log:
+    /// `None` when there is no such entry or it is private. An NPC can only ever
+    /// tell what is in its own log.
+    pub fn tell(&self, index: LogIndex, teller: &Teller) -> Option<Told> {
+        let message = self.log.get(index)?;
+        let (source, chain, hops, original_time) = match &message.origin {
+            Origin::SaidPrivately => return None,
+            Origin::Said => {
+                let speaker = match message.role {
+                    Role::User => self.context.persona.style.player_name.clone(),
+                    Role::Assistant => teller.name.clone(),
+                    Role::System => return None,
+                };
+                (
+                    Source::Said { speaker },
+                    vec![teller.clone()],
+                    1,
+                    message.timestamp,
+                )
+            }
+            Origin::Witnessed { .. } => (
+                Source::Witnessed {
+                    witness: teller.name.clone(),
+                },
+                vec![teller.clone()],
+                1,
+                message.timestamp,
+            ),
+            Origin::Heard(heard) => {
+                let mut chain = Vec::with_capacity(heard.chain.len() + 1);
+                chain.push(teller.clone());
+                chain.extend(heard.chain.iter().take(MAX_CHAIN - 1).cloned());
+                (
+                    heard.source.clone(),
+                    chain,
+                    heard.hops.saturating_add(1),
+                    heard.original_time,
+                )
+            }
+        };
+        Some(Told {
+            text: message.content.clone(),
+            hearsay: Hearsay {
+                chain,
+                source,
+                original_time,
+                hops,
+            },
+            from_index: index,
+        })
+    }
+
+    /// What this NPC can pass on about `query`: its best matching entries (not
+    /// neighbours, never private ones), at most `max` (capped at
+    /// [`MAX_TOLD_PER_QUERY`]). Works whether or not recall is on for this NPC.
+    pub fn tell_about(&mut self, query: &str, max: usize, teller: &Teller) -> Vec<Told> {
+        let messages = self.log.messages();
+        let mut config = self.context.features.recall.clone();
+        config.enabled = true;
+        config.neighbours = false;
+        config.max_messages = max.min(MAX_TOLD_PER_QUERY) * 2;
+        let recall_query = RecallQuery {
+            line: query,
+            context: &[],
+            exclude: 0..0,
+            line_index: None,
+            now: messages.last().map_or(0.0, |m| m.timestamp),
+        };
+        let hits = if self.context.features.recall.enabled {
+            self.context.recall.query(&recall_query, messages, &config)
+        } else {
+            // Recall is off for this NPC, so it keeps no index: build one for this
+            // telling, which is rare next to replies.
+            RecallIndex::from_log(messages).query(&recall_query, messages, &config)
+        };
+        hits.into_iter()
+            .filter(|hit| matches!(hit.reason, RecallReason::Matched { .. }))
+            .filter_map(|hit| self.tell(hit.index, teller))
+            .take(max.min(MAX_TOLD_PER_QUERY))
+            .collect()
+    }
+
+    pub(super) fn say_as(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Turn {
+        self.context.dates = now.format;
+        let recorded = self.record_from(Role::User, text, now.seconds, origin);
+        self.turn(recorded)
+    }
+
+    fn note(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Noted {
+        self.context.dates = now.format;
+        let recorded = self.record_from(Role::System, text, now.seconds, origin);
+        Noted {
+            index: recorded.index,
+            overflow: recorded.overflow,
+            summary: self.start_summary(),
+        }
+    }
+
+    pub(super) fn record_from(
+        &mut self,
+        role: Role,
+        content: impl Into<Arc<str>>,
+        timestamp: f64,
+        origin: Origin,
+    ) -> Recorded {
+        let timestamp = stamp(timestamp, self.last_stamp());
+        let index = self.log.append_from(role, content, timestamp, origin);
+        self.sync_recall();
+        let overflow = self.trim();
+        Recorded { index, overflow }
+    }
+}
