@@ -155,6 +155,10 @@ pub mod prelude {
         RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
         SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
+    // What NPCs know beyond their own conversation.
+    pub use crate::plugin::{
+        About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness,
+    };
     // Entity-first dialogue: turn ids, interrupts, NPC state, and the entity events
     // that mirror the reply messages.
     pub use crate::plugin::{

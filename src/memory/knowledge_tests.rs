@@ -176,3 +176,19 @@ fn the_summarizer_reads_events_as_notes() {
         "{body}"
     );
 }
+
+#[test]
+fn what_was_heard_can_be_told_on_by_query() {
+    let mut dana = npc("Dana", MemoryFeatures::default());
+    let mut marta = npc("Marta", MemoryFeatures::default());
+    let index = dana
+        .layers()
+        .say("The fuel runner leaves it at cabinet 20G.", 1.0)
+        .index;
+    let told = dana.layers().tell(index, &teller("dana", "Dana")).unwrap();
+    marta.layers().hear(told, 2.0).unwrap();
+    let again = marta
+        .layers()
+        .tell_about("fuel runner cabinet", 3, &teller("marta", "Marta"));
+    assert_eq!(again.len(), 1, "{:?}", marta.log);
+}

@@ -19,8 +19,8 @@ pub enum Origin {
     /// (role `Assistant`).
     #[default]
     Said,
-    /// A player line the player asked the NPC to keep to itself: it is never passed
-    /// on to another NPC.
+    /// A player line the player asked the NPC to keep to itself, or the NPC's reply
+    /// to one (which may well repeat it): it is never passed on to another NPC.
     SaidPrivately,
     /// Something the NPC saw happen, reported by the game.
     Witnessed {
@@ -118,7 +118,12 @@ impl Origin {
                 }
                 return Ok(());
             }
-            Origin::SaidPrivately => Role::User,
+            Origin::SaidPrivately => {
+                if role == Role::System {
+                    return Err("is a private line with the system role".into());
+                }
+                return Ok(());
+            }
             Origin::Witnessed { importance } => {
                 if !(0.0..=1.0).contains(importance) {
                     return Err(format!("has importance {importance}, outside 0 to 1"));

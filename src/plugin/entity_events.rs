@@ -118,6 +118,8 @@ pub struct TalkTo {
     pub entity: Entity,
     /// What the player said.
     pub text: String,
+    /// The line is never passed on to another NPC (see [`TalkToNpc::privately`]).
+    pub private: bool,
 }
 
 impl TalkTo {
@@ -126,7 +128,14 @@ impl TalkTo {
         Self {
             entity,
             text: text.into(),
+            private: false,
         }
+    }
+
+    /// The player asks the NPC to keep this line to itself.
+    pub fn privately(mut self) -> Self {
+        self.private = true;
+        self
     }
 }
 
@@ -172,7 +181,9 @@ pub(crate) fn on_talk_to(
 ) {
     match npcs.get(talk.entity) {
         Ok(npc) => {
-            messages.write(TalkToNpc::new(npc.id.clone(), talk.text.clone()));
+            let mut line = TalkToNpc::new(npc.id.clone(), talk.text.clone());
+            line.private = talk.private;
+            messages.write(line);
         }
         Err(_) => tracing::warn!(
             "TalkTo names {}, which is not an NPC; the line is dropped",

@@ -48,6 +48,9 @@ pub struct TalkToNpc {
     pub npc: NpcId,
     /// What the player said.
     pub text: String,
+    /// The player asked the NPC to keep it to itself: it is answered as usual but
+    /// never passed on to another NPC (see [`ShareKnowledge`](crate::prelude::ShareKnowledge)).
+    pub private: bool,
 }
 
 impl TalkToNpc {
@@ -56,7 +59,15 @@ impl TalkToNpc {
         Self {
             npc: npc.into(),
             text: text.into(),
+            private: false,
         }
+    }
+
+    /// The player asks the NPC to keep this line to itself ("don't tell anyone,
+    /// but…"): it is never passed on to another NPC.
+    pub fn privately(mut self) -> Self {
+        self.private = true;
+        self
     }
 }
 

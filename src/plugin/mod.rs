@@ -4,6 +4,7 @@ mod bridge;
 mod clock;
 mod dialogue;
 mod entity_events;
+mod knowledge;
 mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
@@ -26,6 +27,7 @@ use bevy::prelude::*;
 
 pub use clock::{ClockSource, NpcMemoryClock};
 pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
+pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
@@ -273,7 +275,9 @@ impl Plugin for NpcMemoryPlugin {
                     (saves::restore_snapshot, systems::apply_personas)
                         .chain()
                         .in_set(NpcMemorySystems::Personas),
-                    systems::take_requests.in_set(NpcMemorySystems::Intake),
+                    (knowledge::take_knowledge, systems::take_requests)
+                        .chain()
+                        .in_set(NpcMemorySystems::Intake),
                     systems::collect_results.in_set(NpcMemorySystems::Collect),
                     (
                         saves::take_save_requests,
@@ -294,6 +298,7 @@ impl Plugin for NpcMemoryPlugin {
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
+        knowledge::plugin(app);
         usage::plugin(app);
         #[cfg(feature = "local-llm")]
         local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());

@@ -80,7 +80,7 @@ pub(crate) fn take_requests(
         dialogue.interrupt(&request.npc, request.clear_queue);
     }
     for line in talk.read() {
-        dialogue.say(&line.npc, line.text.clone());
+        dialogue.say(&line.npc, line.text.clone(), line.private);
     }
     for request in summarize.read() {
         dialogue.summarize_now(&request.npc);

@@ -19,7 +19,9 @@ use crate::memory::{InvalidField, MemoryParts, NpcId};
 ///   continues after a load instead of restarting at zero. Older saves were stamped
 ///   by clocks that did restart with every launch; migrating them shifts each later
 ///   session to continue where the one before it ended, keeping every log in order.
-pub const SAVE_FORMAT_VERSION: u32 = 4;
+/// - 5: adds where log entries came from (witnessed events, hearsay with its chain
+///   of tellers, private player lines) and which queued lines are private.
+pub const SAVE_FORMAT_VERSION: u32 = 5;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.
@@ -59,6 +61,10 @@ pub struct NpcSave {
     /// again, so quitting while an NPC is busy loses nothing the player said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queued: Vec<String>,
+    /// Positions in `queued` of the lines the player asked to keep private, so a
+    /// load never makes a secret shareable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_queued: Vec<u32>,
 }
 
 /// Most queued player lines one NPC may carry in a save. The plugin queues a few
@@ -72,7 +78,27 @@ impl NpcSave {
             id,
             memory,
             queued: Vec::new(),
+            private_queued: Vec::new(),
         }
+    }
+
+    /// Sets the waiting lines, each with whether it is private.
+    pub fn with_queued(mut self, lines: Vec<(String, bool)>) -> Self {
+        self.private_queued = (0u32..)
+            .zip(&lines)
+            .filter(|(_, (_, private))| *private)
+            .map(|(position, _)| position)
+            .collect();
+        self.queued = lines.into_iter().map(|(text, _)| text).collect();
+        self
+    }
+
+    /// The waiting lines, each with whether it is private.
+    pub fn queued_lines(&self) -> Vec<(String, bool)> {
+        (0u32..)
+            .zip(&self.queued)
+            .map(|(position, text)| (text.clone(), self.private_queued.contains(&position)))
+            .collect()
     }
 }
 
@@ -206,6 +232,22 @@ impl SaveGame {
                         field: "queued".into(),
                         problem: format!(
                             "holds {} lines, over the limit of {MAX_SAVED_QUEUED_LINES}",
+                            npc.queued.len()
+                        ),
+                    },
+                });
+            }
+            if let Some(&position) = npc
+                .private_queued
+                .iter()
+                .find(|&&p| p as usize >= npc.queued.len())
+            {
+                return Err(LoadError::Invalid {
+                    npc: npc.id.clone(),
+                    invalid: InvalidField {
+                        field: "private_queued".into(),
+                        problem: format!(
+                            "points at line {position} of {} queued lines",
                             npc.queued.len()
                         ),
                     },

@@ -17,6 +17,7 @@ mod hostile_saves;
 mod http_backend;
 mod inspector;
 mod isolation;
+mod knowledge;
 mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]

@@ -24,18 +24,9 @@ impl ChatLog {
         Self::default()
     }
 
-    /// Appends a message and returns its index. Only the layers append (see `LayersMut`), so
-    /// that the window and the summaries always account for every message.
-    pub(crate) fn append(
-        &mut self,
-        role: Role,
-        content: impl Into<Arc<str>>,
-        timestamp: f64,
-    ) -> LogIndex {
-        self.append_from(role, content, timestamp, Origin::Said)
-    }
-
-    /// [`append`](Self::append) for an entry that is not a plain conversation line.
+    /// Appends an entry and returns its index. Only the layers append (see
+    /// `LayersMut`), so that the window and the summaries always account for every
+    /// entry.
     pub(crate) fn append_from(
         &mut self,
         role: Role,
@@ -52,6 +43,17 @@ impl ChatLog {
             origin,
         });
         index
+    }
+
+    /// A conversation line, for tests that build logs by hand.
+    #[cfg(test)]
+    pub(crate) fn append(
+        &mut self,
+        role: Role,
+        content: impl Into<Arc<str>>,
+        timestamp: f64,
+    ) -> LogIndex {
+        self.append_from(role, content, timestamp, Origin::Said)
     }
 
     /// Changes where an entry came from (a player line made private afterwards).

@@ -47,16 +47,25 @@ impl LayersMut<'_> {
     }
 
     /// Marks a player line already said as private, as when the player asks
-    /// afterwards ("keep that to yourself"). Returns whether the entry is a player
-    /// line and is now private.
+    /// afterwards ("keep that to yourself"), and the NPC's reply to it with it.
+    /// Returns whether the entry is a player line and is now private.
     pub fn mark_private(&mut self, index: LogIndex) -> bool {
-        let Some(message) = self.log.get(index) else {
-            return false;
+        let is_line = |m: &super::super::message::ChatMessage| {
+            m.role == Role::User && matches!(m.origin, Origin::Said | Origin::SaidPrivately)
         };
-        if message.role != Role::User || !message.origin.is_shareable() {
-            return message.role == Role::User && message.origin == Origin::SaidPrivately;
+        if !self.log.get(index).is_some_and(is_line) {
+            return false;
         }
-        self.log.set_origin(index, Origin::SaidPrivately)
+        self.log.set_origin(index, Origin::SaidPrivately);
+        let reply = index + 1;
+        if self
+            .log
+            .get(reply)
+            .is_some_and(|m| m.role == Role::Assistant && m.origin == Origin::Said)
+        {
+            self.log.set_origin(reply, Origin::SaidPrivately);
+        }
+        true
     }
 
     /// The NPC saw `text` happen. `importance` (0 to 1, clamped) is the game's

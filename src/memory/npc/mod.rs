@@ -180,7 +180,18 @@ impl LayersMut<'_> {
     pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Replied {
         let now = now.into();
         self.context.dates = now.format;
-        let recorded = self.record(Role::Assistant, text, now.seconds);
+        // A reply to a private line may repeat it, so it is as private as the line.
+        let origin = match self
+            .log
+            .messages()
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+        {
+            Some(line) if line.origin == Origin::SaidPrivately => Origin::SaidPrivately,
+            _ => Origin::Said,
+        };
+        let recorded = self.record_from(Role::Assistant, text, now.seconds, origin);
         Replied {
             index: recorded.index,
             overflow: recorded.overflow,

@@ -2,6 +2,7 @@
 //! the memory core, whose answer says which requests to send and what to report.
 
 mod interrupt;
+mod knowledge;
 mod outbox;
 mod results;
 
@@ -62,11 +63,12 @@ impl<'w> Dialogue<'w, '_> {
         }
     }
 
-    /// A player line: answered now, queued, or handed back.
-    pub(crate) fn say(&mut self, npc: &NpcId, text: String) {
+    /// A player line: answered now, queued, or handed back. A `private` line is
+    /// never passed on to another NPC.
+    pub(crate) fn say(&mut self, npc: &NpcId, text: String, private: bool) {
         let readiness = self.readiness(npc);
         let rules = self.rules();
-        match self.requests.offer(npc, text, &readiness, rules) {
+        match self.requests.offer(npc, (text, private), &readiness, rules) {
             Offer::Start(line) => self.answer(npc, line),
             // Waiting lines are saved with the NPC's memory.
             Offer::Queued(_) => self.layers.mark_changed(npc),
@@ -102,7 +104,11 @@ impl<'w> Dialogue<'w, '_> {
             return;
         };
         let text: Arc<str> = line.text.into();
-        let said = layers.say(text.clone(), now);
+        let said = if line.private {
+            layers.say_privately(text.clone(), now)
+        } else {
+            layers.say(text.clone(), now)
+        };
         self.out.started(NpcReplyStarted {
             npc: npc.clone(),
             turn: line.turn,
@@ -224,20 +230,23 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     /// The player's lines waiting for the NPC, oldest first, for a save.
-    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<String> {
-        self.requests.queued_lines(npc).map(str::to_owned).collect()
+    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<(String, bool)> {
+        self.requests
+            .queued(npc)
+            .map(|(text, private)| (text.to_owned(), private))
+            .collect()
     }
 
     /// Puts lines restored from a save back in the NPC's queue and starts the first
     /// if the NPC is free. A restored line is held to the rules of a new one: a save
     /// is data from outside, and a line unfit now is handed back instead.
-    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<String>) {
+    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<(String, bool)>) {
         let rules = self.rules();
-        for line in lines {
+        for (line, private) in lines {
             match super::requests::unfit_line(&line, rules) {
                 Some(error) => self.reject(npc, error, None, line),
                 None => {
-                    self.requests.restore(npc, line);
+                    self.requests.restore(npc, line, private);
                 }
             }
         }

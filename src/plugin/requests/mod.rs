@@ -93,6 +93,15 @@ impl NpcRequests {
             .map(|line| line.text.as_str())
     }
 
+    /// The waiting lines with whether each is private, oldest first, for a save.
+    pub(crate) fn queued(&self, npc: &NpcId) -> impl Iterator<Item = (&str, bool)> {
+        self.npcs
+            .get(npc)
+            .into_iter()
+            .flat_map(|slot| slot.lines.waiting())
+            .map(|line| (line.text.as_str(), line.private))
+    }
+
     /// The turn whose reply the NPC is producing, if any.
     pub fn reply_turn(&self, npc: &NpcId) -> Option<TurnId> {
         self.npcs.get(npc)?.reply.as_ref().map(|reply| reply.turn)
@@ -134,7 +143,7 @@ impl NpcRequests {
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
-        line: String,
+        line: (String, bool),
         readiness: &Readiness,
         rules: LineRules,
     ) -> Offer {
@@ -156,9 +165,13 @@ impl NpcRequests {
     }
 
     /// Puts a line restored from a save back in the NPC's queue, under a new turn.
-    pub(crate) fn restore(&mut self, npc: &NpcId, text: String) -> TurnId {
+    pub(crate) fn restore(&mut self, npc: &NpcId, text: String, private: bool) -> TurnId {
         let turn = self.turns.take();
-        self.slot(npc).lines.restore(QueuedLine { turn, text });
+        self.slot(npc).lines.restore(QueuedLine {
+            turn,
+            text,
+            private,
+        });
         self.queued += 1;
         turn
     }
@@ -300,27 +313,30 @@ mod tests {
         let echo = NpcId::new("echo7");
         let guard = NpcId::new("guard");
         // Lines for NPCs whose persona is loading wait, whoever they are for.
-        let Offer::Queued(first) = requests.offer(&echo, "one".into(), &Readiness::Loading, RULES)
+        let Offer::Queued(first) =
+            requests.offer(&echo, ("one".into(), false), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
-        let Offer::Queued(other) = requests.offer(&guard, "hi".into(), &Readiness::Loading, RULES)
+        let Offer::Queued(other) =
+            requests.offer(&guard, ("hi".into(), false), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
-        let Offer::Queued(second) = requests.offer(&echo, "two".into(), &Readiness::Loading, RULES)
+        let Offer::Queued(second) =
+            requests.offer(&echo, ("two".into(), false), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
         assert!(matches!(
-            requests.offer(&echo, "three".into(), &Readiness::Loading, RULES),
+            requests.offer(&echo, ("three".into(), false), &Readiness::Loading, RULES),
             Offer::Refused(ReplyError::Busy { .. }, _)
         ));
         assert!(
             first < other && other < second,
             "ids are unique across NPCs"
         );
-        let restored = requests.restore(&guard, "from a save".into());
+        let restored = requests.restore(&guard, "from a save".into(), false);
         assert_eq!(
             restored.get(),
             second.get() + 1,

@@ -38,6 +38,8 @@ pub(crate) enum Readiness {
 pub(crate) struct QueuedLine {
     pub(crate) turn: TurnId,
     pub(crate) text: String,
+    /// The player asked the NPC to keep it to itself.
+    pub(crate) private: bool,
 }
 
 /// What to do with a line.
@@ -75,7 +77,7 @@ impl LineQueue {
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
-        line: String,
+        (line, private): (String, bool),
         turn: TurnId,
         readiness: &Readiness,
         answering: bool,
@@ -94,7 +96,11 @@ impl LineQueue {
             }
             Readiness::Unknown => return Offer::Refused(ReplyError::UnknownNpc(npc.clone()), line),
             Readiness::Ready if !answering && self.waiting.is_empty() => {
-                return Offer::Start(QueuedLine { turn, text: line });
+                return Offer::Start(QueuedLine {
+                    turn,
+                    text: line,
+                    private,
+                });
             }
             Readiness::Ready | Readiness::Loading => {}
         }
@@ -108,7 +114,11 @@ impl LineQueue {
                 line,
             );
         }
-        self.waiting.push_back(QueuedLine { turn, text: line });
+        self.waiting.push_back(QueuedLine {
+            turn,
+            text: line,
+            private,
+        });
         Offer::Queued(turn)
     }
 
@@ -162,7 +172,7 @@ mod tests {
     ) -> Offer {
         let offer = queue.offer(
             &npc(),
-            line.into(),
+            (line.into(), false),
             turns.peek(),
             readiness,
             answering,
@@ -239,7 +249,8 @@ mod tests {
             queue.next(false),
             Some(QueuedLine {
                 turn: second,
-                text: "two".into()
+                text: "two".into(),
+                private: false,
             })
         );
         let drained = queue.drain();
@@ -247,7 +258,8 @@ mod tests {
             drained.into_iter().collect::<Vec<_>>(),
             [QueuedLine {
                 turn: third,
-                text: "three".into()
+                text: "three".into(),
+                private: false,
             }]
         );
     }

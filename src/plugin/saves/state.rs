@@ -119,8 +119,8 @@ impl SaveState {
         for npc in changed {
             match dialogue.layers().parts(&npc) {
                 Some(memory) => {
-                    let mut save = NpcSave::new(npc.clone(), memory);
-                    save.queued = dialogue.queued_lines(&npc);
+                    let save =
+                        NpcSave::new(npc.clone(), memory).with_queued(dialogue.queued_lines(&npc));
                     self.snapshot.insert(npc, Arc::new(save))
                 }
                 None => self.snapshot.remove(&npc),

@@ -79,7 +79,9 @@ impl RecallIndex {
         };
         self.seen = message.index + 1;
         self.ensure_doc(doc);
-        if message.role == Role::System {
+        // A plain system message holds instructions, not memories; events and
+        // hearsay are memories like the conversation.
+        if message.role == Role::System && message.origin.is_said() {
             return;
         }
         let mut hashes = std::mem::take(&mut self.term_buffer);

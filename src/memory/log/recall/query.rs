@@ -436,10 +436,22 @@ fn recallable<'log>(
         return None;
     }
     let message = log.get(usize::try_from(index).ok()?)?;
-    (message.index == index && message.role != Role::System).then_some(message)
+    let instructions = message.role == Role::System && message.origin.is_said();
+    (message.index == index && !instructions).then_some(message)
 }
 
+/// What each telling between the source and this NPC takes off a hearsay entry's
+/// score, so that on a tie what the NPC saw or heard itself ranks first.
+const HEARSAY_DISCOUNT_PER_HOP: f32 = 0.97;
+
+/// The lowest hearsay weight, however long the chain.
+const HEARSAY_FLOOR: f32 = 0.8;
+
 fn speaker_weight(message: &ChatMessage, config: &RecallConfig) -> f32 {
+    if let crate::memory::Origin::Heard(hearsay) = &message.origin {
+        let hops = hearsay.hops.min(64) as i32;
+        return HEARSAY_DISCOUNT_PER_HOP.powi(hops).max(HEARSAY_FLOOR);
+    }
     match message.role {
         Role::User => config.player_weight,
         Role::Assistant | Role::System => 1.0,
@@ -488,7 +500,7 @@ fn weight_spread(config: &RecallConfig) -> Option<f32> {
         return None;
     }
     let highest = player.max(1.0) * recency.max(1.0);
-    let lowest = player.min(1.0) * recency.min(1.0);
+    let lowest = player.min(1.0) * recency.min(1.0) * HEARSAY_FLOOR;
     let spread = highest / lowest;
     (lowest > 0.0 && spread.is_finite()).then_some(spread)
 }
