@@ -119,6 +119,7 @@ pub struct TalkTo {
     /// What the player said.
     pub text: String,
     /// The line is never passed on to another NPC (see [`TalkToNpc::privately`]).
+    #[reflect(default)]
     pub private: bool,
 }
 

@@ -50,6 +50,7 @@ pub struct TalkToNpc {
     pub text: String,
     /// The player asked the NPC to keep it to itself: it is answered as usual but
     /// never passed on to another NPC (see [`ShareKnowledge`](crate::prelude::ShareKnowledge)).
+    #[reflect(default)]
     pub private: bool,
 }
 
