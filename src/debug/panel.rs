@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPlugin, EguiPrimaryContextPass, egui};
 
 use super::report::{MessageRow, NpcMemoryReport};
-use crate::memory::{MemoryConfig, NpcId, Role};
+use crate::memory::{MemoryConfig, NpcId, Origin, Role};
 use crate::plugin::{
     ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, LoadMemory, NpcRequests,
     ReconfigureNpcMemory, RollingWindows, SaveMemory, SaveSettings, SummarizeNow, UsageStats,
@@ -356,10 +356,14 @@ fn draw_actions(
 }
 
 fn message(ui: &mut egui::Ui, row: &MessageRow) {
-    let who = match row.role {
-        Role::System => "system",
-        Role::User => "player",
-        Role::Assistant => "npc",
+    let who = match (&row.origin, row.role) {
+        (Origin::Witnessed { .. }, _) => "saw",
+        (Origin::Heard(_), _) => "heard",
+        (Origin::SaidPrivately, Role::User) => "player · private",
+        (Origin::SaidPrivately, _) => "npc · private",
+        (_, Role::System) => "system",
+        (_, Role::User) => "player",
+        (_, Role::Assistant) => "npc",
     };
     let index = row.index.map_or(String::new(), |i| format!("#{i} "));
     let marker = if row.unsummarized {

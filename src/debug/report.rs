@@ -28,6 +28,9 @@ pub struct MessageRow {
     pub timestamp: f64,
     /// Whether no summary covers it yet, so it must stay in the prompt.
     pub unsummarized: bool,
+    /// Where it came from: the conversation, an event the NPC saw, something it
+    /// heard (the text then says from whom), or a private line.
+    pub origin: crate::memory::Origin,
 }
 
 /// One summary in the history.
@@ -162,20 +165,25 @@ impl NpcMemoryReport {
         let window = windows.get(npc)?;
         let context = contexts.get(npc)?;
         let covered = context.covered_until();
-        let row = |m: &crate::memory::ChatMessage| MessageRow {
-            index: Some(m.index),
-            role: m.role,
-            text: m.content.to_string(),
-            tokens: estimate_tokens(&m.content),
-            timestamp: m.timestamp,
-            unsummarized: m.index >= covered,
+        let dates = context.date_format();
+        let row = |m: &crate::memory::ChatMessage| {
+            let shown = m.to_prompt_with(dates);
+            MessageRow {
+                index: Some(m.index),
+                role: m.role,
+                tokens: estimate_tokens(&shown.content),
+                text: shown.content.to_string(),
+                timestamp: m.timestamp,
+                unsummarized: m.index >= covered,
+                origin: m.origin.clone(),
+            }
         };
         // The system prompt as the next reply would send it; the window as it stands.
         let system = crate::memory::preview_prompt(log, window, context)
             .messages
             .swap_remove(0);
         let mut sent = vec![system.clone()];
-        sent.extend(window.messages(log).iter().map(|m| m.to_prompt()));
+        sent.extend(window.messages(log).iter().map(|m| m.to_prompt_with(dates)));
         let mut window_rows = vec![MessageRow {
             index: None,
             role: Role::System,
@@ -183,6 +191,7 @@ impl NpcMemoryReport {
             text: system.content.to_string(),
             timestamp: 0.0,
             unsummarized: false,
+            origin: Default::default(),
         }];
         window_rows.extend(window.messages(log).iter().map(row));
         Some(Self {

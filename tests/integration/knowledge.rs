@@ -283,3 +283,51 @@ fn hostile_event_text_stays_quoted_on_one_line() {
         "nothing poses as the player"
     );
 }
+
+/// The debug panel's rows say where each entry came from, and show events and
+/// hearsay as the prompt does.
+#[test]
+fn the_debug_report_tells_seen_heard_and_private_apart() {
+    use bevy_npc_memory::debug::NpcMemoryReport;
+    let mut h = game();
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty", persona("RUSTY-3"));
+    write(
+        &mut h,
+        NpcWitnessed::new(["echo7"], "A fuse blew in bay 2."),
+    );
+    talk(
+        &mut h,
+        "echo7",
+        TalkToNpc::new("echo7", "Keep this quiet.").privately(),
+    );
+    share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
+    let report = |npc: &str| {
+        let world = h.app.world();
+        NpcMemoryReport::build(
+            &NpcId::new(npc),
+            world.resource::<ChatLogs>(),
+            world.resource::<RollingWindows>(),
+            world.resource::<ContextMemoryManager>(),
+            world.resource::<NpcRequests>(),
+            world.resource::<LlmUsage>(),
+        )
+        .unwrap()
+    };
+    let echo = report("echo7");
+    assert!(matches!(echo.log[0].origin, Origin::Witnessed { .. }));
+    assert!(echo.log[0].text.starts_with("You saw this happen"));
+    assert_eq!(echo.log[1].origin, Origin::SaidPrivately);
+    assert_eq!(
+        echo.log[2].origin,
+        Origin::SaidPrivately,
+        "the reply to it too"
+    );
+    let rusty = report("rusty");
+    assert!(matches!(rusty.log[0].origin, Origin::Heard(_)));
+    assert!(
+        rusty.log[0].text.starts_with("ECHO-7 told you"),
+        "{}",
+        rusty.log[0].text
+    );
+}
