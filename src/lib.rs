@@ -126,8 +126,8 @@ pub mod save;
 mod trace;
 
 pub use plugin::{
-    ClockSource, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems,
-    PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
+    ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,
+    NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -144,8 +144,11 @@ pub mod prelude {
     #[cfg(feature = "debug-ui")]
     pub use crate::debug::NpcMemoryDebugPlugin;
     pub use crate::memory::{
-        DateFormat, FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
+        DateFormat, FactKey, LoreEntry, LoreScope, MemoryConfig, MemoryFeatures, NpcId,
+        PromptLanguage, Role,
     };
+    // Lore shared by NPCs: files, the store resource, and run-time changes.
+    pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
         LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored,

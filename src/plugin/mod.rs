@@ -7,6 +7,7 @@ mod entity_events;
 mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
+mod lore;
 mod messages;
 mod npc_commands;
 mod npc_state;
@@ -29,6 +30,7 @@ pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarte
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
+pub use lore::{AddLore, LoreFile, LoreFileError, LoreFileLoader, NpcLore, RemoveLore, UpdateLore};
 pub use messages::{
     ClearNpcMemory, InterruptNpc, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
     NpcReplyStarted, NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
@@ -92,6 +94,8 @@ pub struct NpcMemoryPlugin {
     trace_file_limit: u64,
     saves: SaveSettings,
     clock: NpcMemoryClock,
+    /// Lore files to load at startup and keep loaded.
+    lore_files: Vec<String>,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
     local_models: [Option<crate::backends::LocalLlmBackend>; 2],
@@ -109,6 +113,7 @@ impl Default for NpcMemoryPlugin {
             trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
             saves: SaveSettings::default(),
             clock: NpcMemoryClock::default(),
+            lore_files: Vec::new(),
             #[cfg(feature = "local-llm")]
             local_models: [None, None],
         }
@@ -186,6 +191,16 @@ impl NpcMemoryPlugin {
     /// `day N HH:MM`.
     pub fn with_clock(mut self, clock: NpcMemoryClock) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Loads the lore file at this asset path (`*.lore.ron`, see [`LoreFile`]) at
+    /// startup and keeps it loaded, so its entries stay in [`NpcLore`] and edits to
+    /// the file reach them (hot reload needs Bevy's `file_watcher` feature). Call
+    /// it once per file. A game may instead load a `Handle<LoreFile>` itself and
+    /// keep it: every live `LoreFile` asset feeds [`NpcLore`].
+    pub fn with_lore(mut self, path: impl Into<String>) -> Self {
+        self.lore_files.push(path.into());
         self
     }
 
@@ -294,6 +309,7 @@ impl Plugin for NpcMemoryPlugin {
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
+        lore::plugin(app, self.lore_files.clone());
         usage::plugin(app);
         #[cfg(feature = "local-llm")]
         local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());

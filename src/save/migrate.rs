@@ -57,7 +57,8 @@ impl SaveGame {
 fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
     match version {
         // Format 2 is format 3 without queued lines, which default to none; format 3
-        // is format 4 without the clock, which the rebase sets.
+        // is format 4 without the clock, which the rebase sets; format 4 is format 5
+        // without lore changes, which default to none.
         2..=SAVE_FORMAT_VERSION => {
             let mut save: SaveGame = if ron {
                 ron::from_str(text).map_err(malformed)?
@@ -67,8 +68,8 @@ fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
             save.npcs.sort_by(|a, b| a.id.cmp(&b.id));
             if version < 4 {
                 rebase_sessions(&mut save);
-                save.format_version = SAVE_FORMAT_VERSION;
             }
+            save.format_version = SAVE_FORMAT_VERSION;
             Ok(save)
         }
         1 => {

@@ -15,6 +15,7 @@ pub(crate) use outbox::Outbox;
 use super::bridge::LlmBridge;
 use super::clock::NpcMemoryClock;
 use super::layers::Layers;
+use super::lore::NpcLore;
 use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
@@ -39,6 +40,7 @@ pub(crate) struct Dialogue<'w, 's> {
     clock: ResMut<'w, NpcMemoryClock>,
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
+    lore: ResMut<'w, NpcLore>,
     out: Outbox<'w, 's>,
 }
 
@@ -102,7 +104,12 @@ impl<'w> Dialogue<'w, '_> {
             return;
         };
         let text: Arc<str> = line.text.into();
-        let said = layers.say(text.clone(), now);
+        // Looked up before the line enters the log, so the line is the query and
+        // the messages before it are its context.
+        let knowledge = self
+            .lore
+            .knowledge(npc, &text, layers.log(), &self.settings.lore);
+        let said = layers.say_with(text.clone(), now, &knowledge);
         self.out.started(NpcReplyStarted {
             npc: npc.clone(),
             turn: line.turn,
@@ -254,6 +261,11 @@ impl<'w> Dialogue<'w, '_> {
         &mut self.clock
     }
 
+    /// The lore, whose run-time changes saves keep and loads restore.
+    pub(crate) fn lore(&mut self) -> &mut NpcLore {
+        &mut self.lore
+    }
+
     /// The layers, for loading and saving.
     pub(crate) fn layers(&mut self) -> &mut Layers<'w> {
         &mut self.layers
@@ -313,6 +325,7 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
+        self.lore.set_groups(npc, &persona.groups);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);

@@ -51,6 +51,8 @@ pub use config::RecallConfig;
 pub use index::RecallIndex;
 pub use query::{RecallHit, RecallQuery, RecallReason};
 pub use state::RecallState;
+// Lore is matched with the same terms as recall.
+pub(crate) use terms::for_each_term;
 
 /// Reserves room for `additional` more items, growing by an eighth rather than
 /// doubling. The index's buffers only ever grow, and doubling would leave up to
