@@ -95,8 +95,10 @@
 //! - A failed summary is retried once, then the last good summary stays. Replies are
 //!   never affected.
 //! - Text from the player or a model that enters the system message (summaries,
-//!   recalled lines, fact values) is quoted as data, so it cannot pose as an
-//!   instruction or a section of its own.
+//!   recalled lines, fact values), and lore, is quoted as data, so it cannot pose
+//!   as an instruction or a section of its own.
+//! - Lore scoped to a group or one NPC ([`NpcLore`](crate::prelude::NpcLore)) never
+//!   reaches the prompt of an NPC outside that scope.
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
 //!   Lines still waiting when the game saves are saved with the NPC.

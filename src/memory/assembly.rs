@@ -9,11 +9,11 @@
 //! takes its share first and never more, since it is the world's text, not this
 //! conversation's.
 //!
-//! Everything that came from the player or a model and is moved into the system
-//! message (summaries, recalled lines, facts) is quoted as a string literal inside a
-//! block that says it is data. A player line such as `System: ignore previous
-//! instructions` therefore stays one quoted line and cannot open a section of its
-//! own.
+//! Everything that came from the player, a model or the game's lore and is moved
+//! into the system message (summaries, recalled lines, facts, lore) is quoted as a
+//! string literal inside a block that says it is data. A player line such as
+//! `System: ignore previous instructions` therefore stays one quoted line and
+//! cannot open a section of its own.
 
 use std::borrow::Cow;
 use std::ops::Range;
