@@ -95,8 +95,10 @@
 //! - A failed summary is retried once, then the last good summary stays. Replies are
 //!   never affected.
 //! - Text from the player or a model that enters the system message (summaries,
-//!   recalled lines, fact values) is quoted as data, so it cannot pose as an
-//!   instruction or a section of its own.
+//!   recalled lines, fact values), and lore, is quoted as data, so it cannot pose
+//!   as an instruction or a section of its own.
+//! - Lore scoped to a group or one NPC ([`NpcLore`](crate::prelude::NpcLore)) never
+//!   reaches the prompt of an NPC outside that scope.
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
 //!   Lines still waiting when the game saves are saved with the NPC.
@@ -126,8 +128,8 @@ pub mod save;
 mod trace;
 
 pub use plugin::{
-    ClockSource, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems,
-    PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
+    ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,
+    NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -144,8 +146,11 @@ pub mod prelude {
     #[cfg(feature = "debug-ui")]
     pub use crate::debug::NpcMemoryDebugPlugin;
     pub use crate::memory::{
-        DateFormat, FactKey, MemoryConfig, MemoryFeatures, NpcId, PromptLanguage, Role,
+        DateFormat, FactKey, LoreEntry, LoreScope, MemoryConfig, MemoryFeatures, NpcId,
+        PromptLanguage, Role,
     };
+    // Lore shared by NPCs: files, the store resource, and run-time changes.
+    pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
         LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored,

@@ -179,6 +179,7 @@ fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> Stri
                 content: Arc::from(line(&mut random, words)),
                 index: i as LogIndex,
                 timestamp: i as f64 * 5.0,
+                origin: Default::default(),
             }
         })
         .collect();

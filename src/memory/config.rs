@@ -135,6 +135,8 @@ impl Default for PromptBudget {
 
 /// Shares of the flexible room. They need not add up to one: each is a first claim,
 /// and leftovers go to the recalled messages, then the window, then the summaries.
+/// Lore is served first and is held to its share: what it leaves is shared by the
+/// others, but it never takes their leftovers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(Debug, PartialEq, Default, Clone)]
@@ -146,6 +148,8 @@ pub struct SectionShares {
     pub summaries: f32,
     /// Recalled messages.
     pub recall: f32,
+    /// Lore entries that match the conversation (at most this share, never more).
+    pub lore: f32,
 }
 
 impl Default for SectionShares {
@@ -154,6 +158,7 @@ impl Default for SectionShares {
             window: 0.2,
             summaries: 0.1,
             recall: 0.7,
+            lore: 0.15,
         }
     }
 }

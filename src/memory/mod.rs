@@ -7,6 +7,8 @@
 //! Beyond basic mode, each switched on in [`MemoryFeatures`]: recall of raw old
 //! messages from L2, pinned facts, segmented summaries, a prompt budget, and
 //! forgetting. One function assembles every reply prompt from these sections.
+//! [`LoreStore`] holds world lore shared by every NPC, scoped to the world, a
+//! group or one NPC, which reaches a prompt as [`SharedKnowledge`].
 //!
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
@@ -17,6 +19,7 @@ mod context;
 mod facts;
 mod forgetting;
 mod log;
+mod lore;
 mod message;
 mod npc;
 mod origin;
@@ -54,6 +57,11 @@ pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use log::ChatLog;
 pub use log::recall::{
     RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
+};
+pub use lore::{
+    LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreScope, LoreStore,
+    MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
+    SharedKnowledge,
 };
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{

@@ -195,6 +195,7 @@ impl MemoryConfig {
             ("window", budget.shares.window),
             ("summaries", budget.shares.summaries),
             ("recall", budget.shares.recall),
+            ("lore", budget.shares.lore),
         ] {
             weight(
                 &format!("config.features.budget.shares.{name}"),

@@ -8,6 +8,7 @@ mod knowledge;
 mod layers;
 #[cfg(feature = "local-llm")]
 mod local_model;
+mod lore;
 mod messages;
 mod npc_commands;
 mod npc_state;
@@ -31,6 +32,7 @@ pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnow
 pub use layers::{ChatLogs, ContextMemoryManager, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
+pub use lore::{AddLore, LoreFile, LoreFileError, LoreFileLoader, NpcLore, RemoveLore, UpdateLore};
 pub use messages::{
     ClearNpcMemory, InterruptNpc, NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed,
     NpcReplyStarted, NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
@@ -94,6 +96,8 @@ pub struct NpcMemoryPlugin {
     trace_file_limit: u64,
     saves: SaveSettings,
     clock: NpcMemoryClock,
+    /// Lore files to load at startup and keep loaded.
+    lore_files: Vec<String>,
     /// Local models among the backends, whose load result the game is told.
     #[cfg(feature = "local-llm")]
     local_models: [Option<crate::backends::LocalLlmBackend>; 2],
@@ -111,6 +115,7 @@ impl Default for NpcMemoryPlugin {
             trace_file_limit: TraceFile::DEFAULT_MAX_BYTES,
             saves: SaveSettings::default(),
             clock: NpcMemoryClock::default(),
+            lore_files: Vec::new(),
             #[cfg(feature = "local-llm")]
             local_models: [None, None],
         }
@@ -188,6 +193,16 @@ impl NpcMemoryPlugin {
     /// `day N HH:MM`.
     pub fn with_clock(mut self, clock: NpcMemoryClock) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Loads the lore file at this asset path (`*.lore.ron`, see [`LoreFile`]) at
+    /// startup and keeps it loaded, so its entries stay in [`NpcLore`] and edits to
+    /// the file reach them (hot reload needs Bevy's `file_watcher` feature). Call
+    /// it once per file. A game may instead load a `Handle<LoreFile>` itself and
+    /// keep it: every live `LoreFile` asset feeds [`NpcLore`].
+    pub fn with_lore(mut self, path: impl Into<String>) -> Self {
+        self.lore_files.push(path.into());
         self
     }
 
@@ -299,6 +314,7 @@ impl Plugin for NpcMemoryPlugin {
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
         knowledge::plugin(app);
+        lore::plugin(app, self.lore_files.clone());
         usage::plugin(app);
         #[cfg(feature = "local-llm")]
         local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());

@@ -24,6 +24,7 @@ use crate::memory::{
 ///     summary_threshold: 10,         // optional
 ///     features: (recall: true, pinned_facts: true, segments: true,
 ///                prompt_budget: 2000, forgetting: false), // optional, each optional
+///     groups: ["crew"],              // optional: which group lore this NPC knows
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,7 +54,14 @@ pub struct Persona {
     /// This NPC's memory features, each overriding the plugin default when set.
     #[serde(default, skip_serializing_if = "PersonaFeatures::is_empty")]
     pub features: PersonaFeatures,
+    /// The groups this NPC belongs to: it knows the lore scoped to any of them
+    /// ([`LoreScope::Group`](crate::memory::LoreScope::Group)). None by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
+
+/// Most groups one persona may name.
+const MAX_PERSONA_GROUPS: usize = 64;
 
 /// Per-persona switches for the memory features beyond basic mode. Each left unset
 /// keeps the plugin's setting.
@@ -126,7 +134,14 @@ impl Persona {
             max_context_window: None,
             summary_threshold: None,
             features: PersonaFeatures::default(),
+            groups: Vec::new(),
         }
+    }
+
+    /// Makes this NPC a member of these groups, for group lore.
+    pub fn with_groups<G: Into<String>>(mut self, groups: impl IntoIterator<Item = G>) -> Self {
+        self.groups = groups.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Uses the built-in wording of a language.
@@ -167,6 +182,16 @@ impl Persona {
             .memory_config(&MemoryConfig::default())
             .check()
             .map_err(|invalid| PersonaError::Parse(invalid.to_string()))?;
+        let long_group = persona
+            .groups
+            .iter()
+            .any(|g| g.chars().count() > crate::memory::MAX_LORE_KEY_CHARS);
+        if persona.groups.len() > MAX_PERSONA_GROUPS || long_group {
+            return Err(PersonaError::Parse(format!(
+                "groups: at most {MAX_PERSONA_GROUPS}, each at most {} characters",
+                crate::memory::MAX_LORE_KEY_CHARS
+            )));
+        }
         Ok(persona)
     }
 

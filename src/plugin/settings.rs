@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use crate::memory::MemoryConfig;
+use crate::memory::{LoreLimits, MemoryConfig};
 
 /// Settings of the whole plugin. Change the resource at run time to affect NPCs
 /// whose memory is created afterwards; personas may override the memory sizes.
@@ -33,6 +33,9 @@ pub struct NpcMemorySettings {
     /// Most main-thread time per frame spent applying finished requests. A burst of
     /// replies beyond it is applied over the next frames, so it never stalls one.
     pub collect_budget: Duration,
+    /// How much lore one reply may carry when the NPC has no prompt budget; under
+    /// a budget, lore is also held to its share of it.
+    pub lore: LoreLimits,
 }
 
 impl Default for NpcMemorySettings {
@@ -45,6 +48,7 @@ impl Default for NpcMemorySettings {
             request_timeout: Duration::from_secs(60),
             max_concurrent_requests: 4,
             collect_budget: Duration::from_micros(500),
+            lore: LoreLimits::default(),
         }
     }
 }

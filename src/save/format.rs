@@ -7,7 +7,7 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use super::error::{LoadError, SaveError};
-use crate::memory::{InvalidField, MemoryParts, NpcId};
+use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.
@@ -20,7 +20,9 @@ use crate::memory::{InvalidField, MemoryParts, NpcId};
 ///   by clocks that did restart with every launch; migrating them shifts each later
 ///   session to continue where the one before it ended, keeping every log in order.
 /// - 5: adds where log entries came from (witnessed events, hearsay with its chain
-///   of tellers, private player lines) and which queued lines are private.
+///   of tellers, private player lines), which queued lines are private, and
+///   run-time lore changes (entries added, updated or removed while the game ran),
+///   which win over the lore files on load. Older saves have none of these.
 pub const SAVE_FORMAT_VERSION: u32 = 5;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
@@ -46,6 +48,10 @@ pub struct SaveGame {
     /// newest message.
     #[serde(default)]
     pub clock: f64,
+    /// Lore changed while the game ran. On load these win over the lore files for
+    /// the same ids. Formats before 5 had none.
+    #[serde(default, skip_serializing_if = "LoreChanges::is_empty")]
+    pub lore: LoreChanges,
 }
 
 /// One NPC's memory in a save.
@@ -136,6 +142,7 @@ impl SaveGame {
             crate_version: env!("CARGO_PKG_VERSION").to_owned(),
             npcs,
             clock: 0.0,
+            lore: LoreChanges::default(),
         };
         save.clock = save.newest_stamp().unwrap_or(0.0);
         save
@@ -144,6 +151,12 @@ impl SaveGame {
     /// The same save with the memory clock at `seconds`.
     pub fn with_clock(mut self, seconds: f64) -> Self {
         self.clock = seconds;
+        self
+    }
+
+    /// The same save with these run-time lore changes.
+    pub fn with_lore(mut self, lore: LoreChanges) -> Self {
+        self.lore = lore;
         self
     }
 
@@ -195,8 +208,8 @@ impl SaveGame {
         Ok(bytes)
     }
 
-    /// Checks every NPC's memory (see [`MemoryParts::validate`]) and that no NPC
-    /// appears twice. Reading a save runs it; so does writing one, so the game never
+    /// Checks every NPC's memory (see [`MemoryParts::validate`]), that no NPC
+    /// appears twice, and the lore changes (see [`LoreChanges::validate`]). Reading a save runs it; so does writing one, so the game never
     /// writes a save it could not read back.
     pub fn validate(&self) -> Result<(), LoadError> {
         if !self.clock.is_finite() {
@@ -204,6 +217,9 @@ impl SaveGame {
                 "the memory clock is not a finite number".into(),
             ));
         }
+        self.lore
+            .validate()
+            .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))?;
         let mut previous: Option<&NpcId> = None;
         for npc in &self.npcs {
             let chars = npc.id.as_str().chars().count();

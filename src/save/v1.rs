@@ -59,6 +59,7 @@ impl SaveGameV1 {
             npcs,
             // Set when the timestamps are rebased.
             clock: 0.0,
+            lore: Default::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]
 mod local_llm;
+mod lore;
 mod observers;
 mod persistence;
 mod personas;

@@ -10,7 +10,7 @@ use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
 use super::super::message::{LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 use super::{LayersMut, Recorded, Turn};
-use crate::memory::SummaryJob;
+use crate::memory::{SharedKnowledge, SummaryJob};
 
 /// What noting an event or a piece of hearsay did.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,7 +43,12 @@ impl LayersMut<'_> {
     /// A player line the player asked the NPC to keep to itself. It is answered
     /// like any other line ([`say`](Self::say)), but never passed on to another NPC.
     pub fn say_privately(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
-        self.say_as(text, Origin::SaidPrivately, now.into())
+        self.say_as(
+            text,
+            Origin::SaidPrivately,
+            now.into(),
+            &SharedKnowledge::default(),
+        )
     }
 
     /// Marks a player line already said as private, as when the player asks
@@ -179,10 +184,18 @@ impl LayersMut<'_> {
             .collect()
     }
 
-    pub(super) fn say_as(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Turn {
+    /// A player line with its origin (said, or said privately), with the lore the
+    /// game found for it.
+    pub(crate) fn say_as(
+        &mut self,
+        text: impl Into<Arc<str>>,
+        origin: Origin,
+        now: Now,
+        knowledge: &SharedKnowledge,
+    ) -> Turn {
         self.context.dates = now.format;
         let recorded = self.record_from(Role::User, text, now.seconds, origin);
-        self.turn(recorded)
+        self.turn(recorded, knowledge)
     }
 
     fn note(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Noted {

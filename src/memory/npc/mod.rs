@@ -22,6 +22,7 @@ use super::facts::{FactChange, FactKey, FactsError};
 use super::forgetting::{ForgettingReport, MessageFacts};
 use super::log::ChatLog;
 use super::log::recall::RecallQuery;
+use super::lore::{LoreHit, SharedKnowledge};
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
@@ -157,12 +158,25 @@ impl LayersMut<'_> {
     /// the prompt writes dates. The line is stamped no earlier than the log's newest
     /// message (see [`record`](Self::record)).
     pub fn say(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
-        self.say_as(text, Origin::Said, now.into())
+        self.say_with(text, now, &SharedKnowledge::default())
+    }
+
+    /// [`say`](Self::say), with what the world adds to this one reply prompt: the
+    /// lore found for the line, in a quoted section of its own. Knowledge is not
+    /// recorded anywhere in memory; the next line brings its own. With nothing in
+    /// `knowledge` the prompt is exactly [`say`](Self::say)'s.
+    pub fn say_with(
+        &mut self,
+        text: impl Into<Arc<str>>,
+        now: impl Into<Now>,
+        knowledge: &SharedKnowledge,
+    ) -> Turn {
+        self.say_as(text, Origin::Said, now.into(), knowledge)
     }
 
     /// The reply request for a player line just recorded.
-    fn turn(&mut self, recorded: Recorded) -> Turn {
-        let messages = self.reply_prompt();
+    fn turn(&mut self, recorded: Recorded, knowledge: &SharedKnowledge) -> Turn {
+        let messages = self.reply_prompt_with(knowledge);
         Turn {
             index: recorded.index,
             overflow: recorded.overflow,
@@ -223,21 +237,36 @@ impl LayersMut<'_> {
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
-        if !self.context.features.any() {
+        self.reply_prompt_with(&SharedKnowledge::default())
+    }
+
+    fn reply_prompt_with(&mut self, knowledge: &SharedKnowledge) -> Vec<PromptMessage> {
+        if !self.context.features.any() && knowledge.is_empty() {
             let context = &mut *self.context;
             let system = context.composed.get(&context.persona, &context.summary);
             let window = self.log.range(self.window.start()..self.log.next_index());
             return basic_prompt(system, window, &context.dates);
         }
-        self.assemble().messages.clone()
+        self.assemble_with(knowledge).messages.clone()
     }
 
     /// Builds the reply prompt from its sections within the budget, recalling old
     /// messages for the newest player line, and remembers how it was built.
     pub fn assemble(&mut self) -> Arc<AssembledPrompt> {
+        self.assemble_with(&SharedKnowledge::default())
+    }
+
+    /// [`assemble`](Self::assemble), with `knowledge` (lore) in its own section.
+    pub fn assemble_with(&mut self, knowledge: &SharedKnowledge) -> Arc<AssembledPrompt> {
         let window = self.window.start()..self.log.next_index();
         let recalled = self.recall_for_reply(window);
-        let prompt = Arc::new(build_prompt(self.log, self.window, self.context, recalled));
+        let prompt = Arc::new(build_prompt(
+            self.log,
+            self.window,
+            self.context,
+            recalled,
+            &knowledge.lore,
+        ));
         self.context.last_prompt = Some(prompt.clone());
         prompt
     }
@@ -436,7 +465,7 @@ pub fn preview_prompt(
     window: &RollingWindow,
     context: &ContextMemory,
 ) -> AssembledPrompt {
-    build_prompt(log, window, context, Vec::new())
+    build_prompt(log, window, context, Vec::new(), &[])
 }
 
 /// The one place a reply prompt is built from the layers.
@@ -445,9 +474,11 @@ fn build_prompt(
     window: &RollingWindow,
     context: &ContextMemory,
     recalled: Vec<super::log::recall::RecallHit>,
+    lore: &[LoreHit],
 ) -> AssembledPrompt {
     assemble(AssemblyInput {
         persona: &context.persona,
+        lore,
         facts: context.facts_section(),
         summaries: context.summary_source(),
         recalled,

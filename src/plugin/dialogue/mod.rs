@@ -16,6 +16,7 @@ pub(crate) use outbox::Outbox;
 use super::bridge::LlmBridge;
 use super::clock::NpcMemoryClock;
 use super::layers::Layers;
+use super::lore::NpcLore;
 use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
@@ -25,7 +26,7 @@ use super::turn::TurnId;
 use super::usage::LlmUsage;
 use crate::backends::{ChatRequest, RequestKind};
 use crate::memory::{
-    Degradation, FactKey, MemoryConfig, NpcId, PromptMessage, ReplyInput, SummaryJob,
+    Degradation, FactKey, MemoryConfig, NpcId, Origin, PromptMessage, ReplyInput, SummaryJob,
     estimate_prompt_tokens,
 };
 
@@ -40,6 +41,7 @@ pub(crate) struct Dialogue<'w, 's> {
     clock: ResMut<'w, NpcMemoryClock>,
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
+    lore: ResMut<'w, NpcLore>,
     out: Outbox<'w, 's>,
 }
 
@@ -104,11 +106,17 @@ impl<'w> Dialogue<'w, '_> {
             return;
         };
         let text: Arc<str> = line.text.into();
-        let said = if line.private {
-            layers.say_privately(text.clone(), now)
+        // Looked up before the line enters the log, so the line is the query and
+        // the messages before it are its context.
+        let knowledge = self
+            .lore
+            .knowledge(npc, &text, layers.log(), &self.settings.lore);
+        let origin = if line.private {
+            Origin::SaidPrivately
         } else {
-            layers.say(text.clone(), now)
+            Origin::Said
         };
+        let said = layers.say_as(text.clone(), origin, now, &knowledge);
         self.out.started(NpcReplyStarted {
             npc: npc.clone(),
             turn: line.turn,
@@ -263,6 +271,11 @@ impl<'w> Dialogue<'w, '_> {
         &mut self.clock
     }
 
+    /// The lore, whose run-time changes saves keep and loads restore.
+    pub(crate) fn lore(&mut self) -> &mut NpcLore {
+        &mut self.lore
+    }
+
     /// The layers, for loading and saving.
     pub(crate) fn layers(&mut self) -> &mut Layers<'w> {
         &mut self.layers
@@ -322,6 +335,7 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
+        self.lore.set_groups(npc, &persona.groups);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);

@@ -67,6 +67,9 @@ pub(crate) struct SaveState {
     latest: Option<Arc<SaveGame>>,
     /// Memory changed since autosave last queued a write.
     pub(super) autosave_due: bool,
+    /// The lore revision `latest` was built with: run-time lore changes are saved
+    /// too, and change apart from any NPC.
+    pub(super) lore_revision: u64,
     pub(super) queue: VecDeque<WriteJob>,
     pub(super) in_flight: Option<InFlight>,
     pub(super) next_write: u64,
@@ -96,6 +99,7 @@ impl Default for SaveState {
             snapshot: HashMap::new(),
             latest: None,
             autosave_due: false,
+            lore_revision: 0,
             queue: VecDeque::new(),
             in_flight: None,
             next_write: 0,
@@ -110,11 +114,18 @@ impl Default for SaveState {
 
 impl SaveState {
     /// Takes apart again the NPCs changed since the last call; the rest stay shared
-    /// with the previous snapshot. Returns whether any had changed.
+    /// with the previous snapshot. Returns whether any (or the lore) had changed.
     pub(super) fn refresh(&mut self, dialogue: &mut Dialogue) -> bool {
+        let lore = dialogue.lore().revision();
+        let lore_changed = lore != self.lore_revision;
+        if lore_changed {
+            self.lore_revision = lore;
+            self.latest = None;
+            self.autosave_due = true;
+        }
         let changed = dialogue.layers().take_changed();
         if changed.is_empty() {
-            return false;
+            return lore_changed;
         }
         for npc in changed {
             match dialogue.layers().parts(&npc) {
@@ -136,11 +147,14 @@ impl SaveState {
     pub(super) fn memory(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
         self.refresh(dialogue);
         let clock = dialogue.clock().seconds();
-        self.latest
-            .get_or_insert_with(|| {
-                Arc::new(SaveGame::new(self.snapshot.values().cloned().collect()).with_clock(clock))
-            })
-            .clone()
+        if let Some(latest) = &self.latest {
+            return latest.clone();
+        }
+        let npcs = self.snapshot.values().cloned().collect();
+        let lore = dialogue.lore().changes();
+        let save = Arc::new(SaveGame::new(npcs).with_clock(clock).with_lore(lore));
+        self.latest = Some(save.clone());
+        save
     }
 
     /// A save of every NPC's memory and the clock as they are now.

@@ -314,9 +314,12 @@ pub(super) fn replace_memory(
     // since the core never stamps a line before the newest one in its log.
     let newest = save.newest_stamp();
     dialogue.clock_mut().restore(save.clock, newest);
-    let layers = dialogue.layers();
-    layers.remove_all();
+    dialogue.layers().remove_all();
     state.replaced_by(save);
+    // The saved lore changes win over the files, as the player left the world.
+    dialogue.lore().restore(&save.lore);
+    state.lore_revision = dialogue.lore().revision();
+    let layers = dialogue.layers();
     let mut ids = Vec::with_capacity(save.npcs.len());
     let mut waiting = Vec::new();
     for npc in &save.npcs {

@@ -24,6 +24,7 @@
 //!         content: Arc::from(*text),
 //!         index: i as u64,
 //!         timestamp: i as f64,
+//!         origin: Default::default(),
 //!     })
 //!     .collect();
 //! let mut index = RecallIndex::from_log(&log);
@@ -51,6 +52,8 @@ pub use config::RecallConfig;
 pub use index::RecallIndex;
 pub use query::{RecallHit, RecallQuery, RecallReason};
 pub use state::RecallState;
+// Lore is matched with the same terms as recall.
+pub(crate) use terms::for_each_term;
 
 /// Reserves room for `additional` more items, growing by an eighth rather than
 /// doubling. The index's buffers only ever grow, and doubling would leave up to

@@ -18,7 +18,7 @@
 const MAX_WORD_BYTES: usize = 48;
 
 /// Calls `emit` with each term of `text`, in order, repeats included.
-pub(super) fn for_each_term(text: &str, mut emit: impl FnMut(&str)) {
+pub(crate) fn for_each_term(text: &str, mut emit: impl FnMut(&str)) {
     let mut word = String::new();
     let mut pair = String::new();
     // The previous character of the current CJK run, and the run's length.

@@ -1,0 +1,96 @@
+//! Lore in the plugin: `*.lore.ron` assets with hot reload, the [`NpcLore`]
+//! resource every NPC reads, and the messages that change lore while the game runs.
+
+mod file;
+mod messages;
+mod resource;
+
+use bevy::asset::AssetLoadFailedEvent;
+use bevy::prelude::*;
+
+pub use file::{LoreFile, LoreFileError, LoreFileLoader};
+pub use messages::{AddLore, RemoveLore, UpdateLore};
+pub use resource::NpcLore;
+
+use super::NpcMemorySystems;
+
+pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
+    app.init_resource::<NpcLore>()
+        .init_asset::<LoreFile>()
+        .register_asset_loader(LoreFileLoader)
+        .add_message::<AddLore>()
+        .add_message::<UpdateLore>()
+        .add_message::<RemoveLore>()
+        .add_systems(
+            Startup,
+            move |server: Res<AssetServer>, mut lore: ResMut<NpcLore>| {
+                for path in &files {
+                    lore.handles.push(server.load(path.clone()));
+                }
+            },
+        )
+        .add_systems(
+            Update,
+            (
+                apply_lore_files.in_set(NpcMemorySystems::Personas),
+                // Before lines are taken, so a change and a line in one frame
+                // reach that line's reply.
+                take_lore_changes
+                    .in_set(NpcMemorySystems::Intake)
+                    .before(super::systems::take_requests),
+            ),
+        );
+}
+
+/// Lore files that loaded, changed or went away update the store.
+fn apply_lore_files(
+    mut lore: ResMut<NpcLore>,
+    mut events: MessageReader<AssetEvent<LoreFile>>,
+    mut failures: MessageReader<AssetLoadFailedEvent<LoreFile>>,
+    files: Res<Assets<LoreFile>>,
+) {
+    for failure in failures.read() {
+        tracing::error!(
+            "lore file {} failed to load: {}",
+            failure.path,
+            failure.error
+        );
+    }
+    for event in events.read() {
+        match event {
+            AssetEvent::Added { id } | AssetEvent::Modified { id } => {
+                if let Some(file) = files.get(*id) {
+                    lore.set_file(*id, file.entries.clone());
+                }
+            }
+            AssetEvent::Removed { id } => lore.remove_file(*id),
+            _ => {}
+        }
+    }
+}
+
+/// The game's lore changes, in the order sent.
+fn take_lore_changes(
+    mut lore: ResMut<NpcLore>,
+    mut adds: MessageReader<AddLore>,
+    mut updates: MessageReader<UpdateLore>,
+    mut removals: MessageReader<RemoveLore>,
+) {
+    for AddLore { entry } in adds.read() {
+        if let Err(error) = lore.add(entry.clone()) {
+            tracing::warn!("lore entry {:?} was not added: {error}", entry.id);
+        }
+    }
+    for UpdateLore { id, text } in updates.read() {
+        match lore.update(id, text) {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("no lore entry {id:?} to update"),
+            Err(error) => tracing::warn!("lore entry {id:?} was not updated: {error}"),
+        }
+    }
+    for RemoveLore { id } in removals.read() {
+        if !lore.remove(id) {
+            tracing::warn!("no lore entry {id:?} to remove");
+        }
+    }
+}
