@@ -6,16 +6,7 @@ use bevy_npc_memory::memory::{FactStatus, Role, SectionKind};
 use bevy_npc_memory::prelude::*;
 
 fn report(h: &Harness, npc: &str) -> NpcMemoryReport {
-    let world = h.app.world();
-    NpcMemoryReport::build(
-        &NpcId::new(npc),
-        world.resource::<ChatLogs>(),
-        world.resource::<RollingWindows>(),
-        world.resource::<ContextMemoryManager>(),
-        world.resource::<NpcRequests>(),
-        world.resource::<LlmUsage>(),
-    )
-    .expect("the NPC has memory")
+    h.report(npc)
 }
 
 #[test]

@@ -288,7 +288,6 @@ fn hostile_event_text_stays_quoted_on_one_line() {
 /// hearsay as the prompt does.
 #[test]
 fn the_debug_report_tells_seen_heard_and_private_apart() {
-    use bevy_npc_memory::debug::NpcMemoryReport;
     let mut h = game();
     h.spawn("echo7", persona("ECHO-7"));
     h.spawn("rusty", persona("RUSTY-3"));
@@ -302,18 +301,7 @@ fn the_debug_report_tells_seen_heard_and_private_apart() {
         TalkToNpc::new("echo7", "Keep this quiet.").privately(),
     );
     share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
-    let report = |npc: &str| {
-        let world = h.app.world();
-        NpcMemoryReport::build(
-            &NpcId::new(npc),
-            world.resource::<ChatLogs>(),
-            world.resource::<RollingWindows>(),
-            world.resource::<ContextMemoryManager>(),
-            world.resource::<NpcRequests>(),
-            world.resource::<LlmUsage>(),
-        )
-        .unwrap()
-    };
+    let report = |npc: &str| h.report(npc);
     let echo = report("echo7");
     assert!(matches!(echo.log[0].origin, Origin::Witnessed { .. }));
     assert!(echo.log[0].text.starts_with("You saw this happen"));

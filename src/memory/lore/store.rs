@@ -245,28 +245,19 @@ impl LoreStore {
     fn index(&mut self, slot: u32, entry: LoreEntry) -> Indexed {
         let mut stats: HashMap<String, TermStat> = HashMap::new();
         let mut length = 0u32;
+        fn stat<'a>(stats: &'a mut HashMap<String, TermStat>, term: &str) -> &'a mut TermStat {
+            stats.entry(term.to_owned()).or_insert_with(|| TermStat {
+                term: term.into(),
+                in_text: 0,
+                in_keys: false,
+            })
+        }
         for_each_term(&entry.text, |term| {
             length = length.saturating_add(1);
-            stats
-                .entry(term.to_owned())
-                .or_insert_with(|| TermStat {
-                    term: term.into(),
-                    in_text: 0,
-                    in_keys: false,
-                })
-                .in_text += 1;
+            stat(&mut stats, term).in_text += 1;
         });
         for key in &entry.keys {
-            for_each_term(key, |term| {
-                stats
-                    .entry(term.to_owned())
-                    .or_insert_with(|| TermStat {
-                        term: term.into(),
-                        in_text: 0,
-                        in_keys: false,
-                    })
-                    .in_keys = true;
-            });
+            for_each_term(key, |term| stat(&mut stats, term).in_keys = true);
         }
         for phrase in distinct_phrases(&entry) {
             if let Some(first) = phrase.chars().next() {

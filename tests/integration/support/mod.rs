@@ -200,6 +200,20 @@ impl Harness {
         });
     }
 
+    /// What the debug panel shows of an NPC.
+    pub fn report(&self, npc: &str) -> bevy_npc_memory::debug::NpcMemoryReport {
+        let world = self.app.world();
+        bevy_npc_memory::debug::NpcMemoryReport::build(
+            &NpcId::new(npc),
+            world.resource::<ChatLogs>(),
+            world.resource::<RollingWindows>(),
+            world.resource::<ContextMemoryManager>(),
+            world.resource::<NpcRequests>(),
+            world.resource::<LlmUsage>(),
+        )
+        .expect("the NPC has memory")
+    }
+
     /// Loads `path`, waits, and fails the test unless it loaded.
     pub fn load_ok(&mut self, path: &std::path::Path) {
         let loaded = self.inbox::<MemoryLoaded>().len();
