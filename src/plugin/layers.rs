@@ -6,8 +6,8 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::memory::{
-    ChatLog, ContextMemory, LayersMut, MemoryConfig, MemoryParts, NpcId, NpcMemory, PersonaPrompt,
-    Reconfigured, RollingWindow,
+    ChatLog, ContextMemory, LayersMut, LogIndex, MemoryConfig, MemoryParts, NpcId, NpcMemory,
+    Origin, PersonaPrompt, Reconfigured, RollingWindow,
 };
 
 macro_rules! layer_resource {
@@ -55,6 +55,53 @@ layer_resource!(
     ContextMemoryManager,
     ContextMemory
 );
+
+impl ChatLogs {
+    /// Who knows `entry` of `npc`'s log, and from whom: every NPC whose log holds
+    /// the same words, with where they sit and how they got there (said, seen, or
+    /// heard, with the chain of tellers). `npc` itself comes first. Empty when there
+    /// is no such entry. For inspection and tools: it reads every log.
+    pub fn who_knows(&self, npc: &NpcId, entry: LogIndex) -> Vec<Knower> {
+        let Some(text) = self
+            .get(npc)
+            .and_then(|log| log.get(entry))
+            .map(|m| m.content.clone())
+        else {
+            return Vec::new();
+        };
+        let mut knowers: Vec<Knower> = self
+            .iter()
+            .flat_map(|(id, log)| {
+                log.messages()
+                    .iter()
+                    .filter(|m| m.content == text)
+                    .map(|m| Knower {
+                        npc: id.clone(),
+                        index: m.index,
+                        origin: m.origin.clone(),
+                    })
+            })
+            .collect();
+        knowers.sort_by(|a, b| {
+            (&a.npc != npc)
+                .cmp(&(&b.npc != npc))
+                .then(a.origin.hops().cmp(&b.origin.hops()))
+                .then(a.npc.cmp(&b.npc))
+        });
+        knowers
+    }
+}
+
+/// One NPC that knows something ([`ChatLogs::who_knows`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knower {
+    /// Whose log.
+    pub npc: NpcId,
+    /// Where in it.
+    pub index: LogIndex,
+    /// How it got there; for hearsay, who told it and where it started.
+    pub origin: Origin,
+}
 
 /// NPCs whose memory changed since the last autosave took them in.
 #[derive(Resource, Default, Debug)]

@@ -319,3 +319,33 @@ fn the_debug_report_tells_seen_heard_and_private_apart() {
         rusty.log[0].text
     );
 }
+
+/// "Who knows this, and from whom": the NPC that heard it, the one that told it,
+/// and nobody else.
+#[test]
+fn who_knows_an_item_and_from_whom() {
+    let mut h = game();
+    for (id, name) in [
+        ("echo7", "ECHO-7"),
+        ("rusty", "RUSTY-3"),
+        ("marta", "Marta"),
+    ] {
+        h.spawn(id, persona(name));
+    }
+    talk(
+        &mut h,
+        "echo7",
+        TalkToNpc::new("echo7", "The spare fuse is taped under the desk."),
+    );
+    share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
+    let logs = h.app.world().resource::<ChatLogs>();
+    let knowers = logs.who_knows(&NpcId::new("echo7"), 0);
+    let who: Vec<_> = knowers.iter().map(|k| k.npc.as_str()).collect();
+    assert_eq!(who, ["echo7", "rusty"], "marta was never told");
+    assert_eq!(knowers[0].origin, Origin::Said);
+    let Origin::Heard(hearsay) = &knowers[1].origin else {
+        panic!("rusty heard it")
+    };
+    assert_eq!(hearsay.teller().unwrap().id, NpcId::new("echo7"));
+    assert!(logs.who_knows(&NpcId::new("echo7"), 99).is_empty());
+}
