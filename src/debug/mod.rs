@@ -2,6 +2,8 @@
 //! egui panel that shows it live (feature `debug-ui`), telemetry, and usage figures.
 
 #[cfg(feature = "debug-ui")]
+mod knowledge;
+#[cfg(feature = "debug-ui")]
 mod layered;
 #[cfg(feature = "debug-ui")]
 mod panel;
@@ -13,5 +15,6 @@ pub use crate::plugin::{
 #[cfg(feature = "debug-ui")]
 pub use panel::{NpcMemoryDebugPlugin, NpcMemoryDebugState};
 pub use report::{
-    FactRow, MessageRow, NpcMemoryReport, RecalledRow, SectionRow, SegmentRow, SummaryRow,
+    FactRow, KnowledgeRows, MessageRow, NpcMemoryReport, RecalledRow, SectionRow, SegmentRow,
+    SummaryRow,
 };

@@ -109,6 +109,7 @@ struct Sources<'w> {
     requests: Res<'w, NpcRequests>,
     usage: Res<'w, LlmUsage>,
     saves: Res<'w, SaveSettings>,
+    lore: Option<Res<'w, crate::plugin::NpcLore>>,
 }
 
 #[derive(SystemParam)]
@@ -240,6 +241,7 @@ fn draw_panel(
                         }
                     });
                     super::layered::draw(ui, &report);
+                    super::knowledge::draw(ui, &report, sources.lore.as_deref());
                     egui::CollapsingHeader::new(format!(
                         "L2 full log: {} messages",
                         report.log.len()
@@ -355,7 +357,7 @@ fn draw_actions(
     });
 }
 
-fn message(ui: &mut egui::Ui, row: &MessageRow) {
+pub(super) fn message(ui: &mut egui::Ui, row: &MessageRow) {
     let who = match (&row.origin, row.role) {
         (Origin::Witnessed { .. }, _) => "saw",
         (Origin::Heard(_), _) => "heard",

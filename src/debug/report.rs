@@ -151,7 +151,33 @@ pub struct NpcMemoryReport {
     pub recalled: Vec<RecalledRow>,
 }
 
+/// What an NPC knows beyond its own conversation, split by how it came to know it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KnowledgeRows<'a> {
+    /// Events it saw itself.
+    pub seen: Vec<&'a MessageRow>,
+    /// What other NPCs told it; each row's text names the tellers and the source.
+    pub heard: Vec<&'a MessageRow>,
+    /// Player lines (and replies) it keeps to itself.
+    pub private: Vec<&'a MessageRow>,
+}
+
 impl NpcMemoryReport {
+    /// The log split into what the NPC saw, heard and keeps private, for the
+    /// panel's Knowledge section.
+    pub fn knowledge(&self) -> KnowledgeRows<'_> {
+        let mut rows = KnowledgeRows::default();
+        for row in &self.log {
+            match row.origin {
+                crate::memory::Origin::Witnessed { .. } => rows.seen.push(row),
+                crate::memory::Origin::Heard(_) => rows.heard.push(row),
+                crate::memory::Origin::SaidPrivately => rows.private.push(row),
+                _ => {}
+            }
+        }
+        rows
+    }
+
     /// The report for `npc`, or `None` if it has no memory.
     pub fn build(
         npc: &NpcId,

@@ -313,6 +313,12 @@ fn the_debug_report_tells_seen_heard_and_private_apart() {
     );
     let rusty = report("rusty");
     assert!(matches!(rusty.log[0].origin, Origin::Heard(_)));
+    let known = echo.knowledge();
+    assert_eq!(
+        (known.seen.len(), known.heard.len(), known.private.len()),
+        (1, 0, 2)
+    );
+    assert_eq!(rusty.knowledge().heard.len(), 1);
     assert!(
         rusty.log[0].text.starts_with("ECHO-7 told you"),
         "{}",

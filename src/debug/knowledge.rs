@@ -1,0 +1,51 @@
+//! The panel's Knowledge section: what the NPC saw, what it was told and by whom,
+//! what it keeps private, and the lore it can see with each entry's scope.
+
+use bevy_egui::egui;
+
+use super::panel::message;
+use super::report::NpcMemoryReport;
+use crate::memory::LoreScope;
+use crate::plugin::NpcLore;
+
+pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, lore: Option<&NpcLore>) {
+    let known = report.knowledge();
+    let visible: Vec<_> = lore
+        .map(|lore| {
+            lore.entries()
+                .filter(|entry| lore.can_see(&report.npc, &entry.id))
+                .collect()
+        })
+        .unwrap_or_default();
+    egui::CollapsingHeader::new(format!(
+        "Knowledge: {} seen, {} heard, {} private, {} lore",
+        known.seen.len(),
+        known.heard.len(),
+        known.private.len(),
+        visible.len()
+    ))
+    .show(ui, |ui| {
+        for (title, rows) in [
+            ("First-hand (seen)", &known.seen),
+            ("Heard (with the chain of tellers)", &known.heard),
+            ("Kept private", &known.private),
+        ] {
+            if !rows.is_empty() {
+                ui.label(egui::RichText::new(title).strong());
+                rows.iter().for_each(|row| message(ui, row));
+            }
+        }
+        if !visible.is_empty() {
+            ui.label(egui::RichText::new("Lore").strong());
+            for entry in visible {
+                let scope = match &entry.scope {
+                    LoreScope::World => "world".to_owned(),
+                    LoreScope::Group(group) => format!("group {group}"),
+                    LoreScope::Npc(npc) => format!("only {npc}"),
+                };
+                ui.label(egui::RichText::new(format!("{} · {scope}", entry.id)).small());
+                ui.label(egui::RichText::new(&*entry.text).weak());
+            }
+        }
+    });
+}
