@@ -59,6 +59,47 @@ pub struct MemoryFeatures {
     pub budget: PromptBudget,
     /// Forgetting of old, unimportant and unused memories.
     pub forgetting: ForgettingPolicy,
+    /// What the NPC passes on when another NPC is told what it knows.
+    pub sharing: SharingPolicy,
+}
+
+/// What an NPC passes on when the game has it tell another NPC what it knows
+/// (private lines never, whatever this says). Everything by default; a
+/// tight-lipped guard might pass on what it saw but not what it heard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
+#[serde(default, deny_unknown_fields)]
+pub struct SharingPolicy {
+    /// Lines of its conversations, the player's and its own.
+    pub said: bool,
+    /// Events it saw.
+    pub seen: bool,
+    /// What other NPCs told it.
+    pub heard: bool,
+}
+
+impl Default for SharingPolicy {
+    fn default() -> Self {
+        Self {
+            said: true,
+            seen: true,
+            heard: true,
+        }
+    }
+}
+
+impl SharingPolicy {
+    /// Whether an entry of this origin may be passed on.
+    pub fn allows(&self, origin: &super::origin::Origin) -> bool {
+        use super::origin::Origin;
+        match origin {
+            Origin::Said => self.said,
+            Origin::SaidPrivately => false,
+            Origin::Witnessed { .. } => self.seen,
+            Origin::Heard(_) => self.heard,
+        }
+    }
 }
 
 impl MemoryFeatures {

@@ -44,7 +44,7 @@ mod validation_tests;
 
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use clock::{DateFormat, Now};
-pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares};
+pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares, SharingPolicy};
 pub use context::{
     ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SummaryJobId, SummaryKind, SummaryRecord,
     SummaryTrigger,

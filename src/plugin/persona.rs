@@ -7,8 +7,8 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::{
-    MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SummaryStyle,
-    shorten_to_chars,
+    MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SharingPolicy,
+    SummaryStyle, shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -85,6 +85,10 @@ pub struct PersonaFeatures {
     /// Forgetting of old, unimportant memories.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forgetting: Option<bool>,
+    /// What this NPC passes on to other NPCs: `sharing: (said: true, seen: true,
+    /// heard: false)`. Everything but private lines when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingPolicy>,
 }
 
 impl PersonaFeatures {
@@ -101,6 +105,7 @@ impl PersonaFeatures {
             segments: Some(true),
             prompt_budget: Some(prompt_budget),
             forgetting: None,
+            sharing: None,
         }
     }
 
@@ -118,6 +123,9 @@ impl PersonaFeatures {
         }
         if let Some(budget) = self.prompt_budget {
             features.budget.max_tokens = Some(budget);
+        }
+        if let Some(sharing) = &self.sharing {
+            features.sharing = sharing.clone();
         }
     }
 }

@@ -355,3 +355,55 @@ fn who_knows_an_item_and_from_whom() {
     assert_eq!(hearsay.teller().unwrap().id, NpcId::new("echo7"));
     assert!(logs.who_knows(&NpcId::new("echo7"), 99).is_empty());
 }
+
+/// A persona can keep its NPC tight-lipped: this one passes on what it saw, but
+/// not what others told it.
+#[test]
+fn a_persona_sets_what_its_npc_passes_on() {
+    use bevy_npc_memory::memory::SharingPolicy;
+    let guard = Persona::from_ron(
+        r#"(name: "Guard", system_prompt: "You guard the gate.", features: (sharing: (heard: false)))"#,
+    )
+    .unwrap();
+    assert_eq!(
+        guard.features.sharing,
+        Some(SharingPolicy {
+            said: true,
+            seen: true,
+            heard: false
+        })
+    );
+    let mut h = game();
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("guard", guard);
+    h.spawn("rusty", persona("RUSTY-3"));
+    write(
+        &mut h,
+        NpcWitnessed::new(["echo7"], "The east gate was left open."),
+    );
+    assert_eq!(
+        share(&mut h, ShareKnowledge::about_entry("echo7", "guard", 0)).len(),
+        1
+    );
+    write(
+        &mut h,
+        NpcWitnessed::new(["guard"], "A trader camped by the wall."),
+    );
+    assert!(
+        share(
+            &mut h,
+            ShareKnowledge::about_query("guard", "rusty", "east gate open", 3)
+        )
+        .is_empty(),
+        "what it heard stays with it"
+    );
+    assert_eq!(
+        share(
+            &mut h,
+            ShareKnowledge::about_query("guard", "rusty", "trader camped wall", 3)
+        )
+        .len(),
+        1,
+        "what it saw is passed on"
+    );
+}

@@ -107,6 +107,9 @@ impl LayersMut<'_> {
     /// tell what is in its own log.
     pub fn tell(&self, index: LogIndex, teller: &Teller) -> Option<Told> {
         let message = self.log.get(index)?;
+        if !self.context.features.sharing.allows(&message.origin) {
+            return None;
+        }
         let (source, chain, hops, original_time) = match &message.origin {
             Origin::SaidPrivately => return None,
             Origin::Said => {
