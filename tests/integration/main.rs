@@ -18,6 +18,7 @@ mod http_backend;
 mod inspector;
 mod isolation;
 mod knowledge;
+mod knowledge_bench;
 mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]
