@@ -192,3 +192,48 @@ fn what_was_heard_can_be_told_on_by_query() {
         .tell_about("fuel runner cabinet", 3, &teller("marta", "Marta"));
     assert_eq!(again.len(), 1, "{:?}", marta.log);
 }
+
+#[test]
+fn an_answer_is_passed_on_with_the_question_it_answered() {
+    let mut vik = npc("Vik", MemoryFeatures::default());
+    let mut rusty = npc("Rusty", MemoryFeatures::layered(1000));
+    vik.layers().say("Who taught you your trade?", 1.0);
+    let answer = vik
+        .layers()
+        .reply("An old hand called Mira Lindqvist.", 2.0)
+        .index;
+    let told = vik.layers().tell(answer, &teller("vik", "Vik")).unwrap();
+    assert_eq!(
+        told.hearsay.asked.as_deref(),
+        Some("Who taught you your trade?")
+    );
+    rusty.layers().hear(told, 3.0).unwrap();
+    for i in 0..30 {
+        rusty.layers().say(
+            format!("Small talk about the weather, part {i}."),
+            4.0 + f64::from(i),
+        );
+        rusty.layers().reply("Indeed.", 4.5 + f64::from(i));
+    }
+    let turn = rusty.layers().say("Who taught Vik their trade?", 100.0);
+    let prompt: String = turn
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert!(
+        prompt.contains("Vik told you")
+            && prompt.contains(
+                "when asked \"Who taught you your trade?\": \"An old hand called Mira Lindqvist.\""
+            ),
+        "{prompt}"
+    );
+    // A private question is not passed on with its answer.
+    let mut echo = npc("ECHO-7", MemoryFeatures::default());
+    echo.layers().say_privately("Is my sister alive?", 1.0);
+    let reply = echo
+        .layers()
+        .reply("She is in the northern shelter.", 2.0)
+        .index;
+    assert_eq!(echo.layers().tell(reply, &teller("echo7", "ECHO-7")), None);
+}

@@ -65,6 +65,10 @@ pub struct Hearsay {
     pub original_time: f64,
     /// How many tellings lie between the source and this NPC (1 for a direct tell).
     pub hops: u32,
+    /// For an answer, the line it answered: "Who taught you?" goes with "An old hand
+    /// called Mira", or the listener could never tell what the answer was about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Arc<str>>,
 }
 
 impl Hearsay {
@@ -106,6 +110,9 @@ pub const MAX_CHAIN: usize = 8;
 /// Longest name a chain or source may hold, in characters; a save with more is
 /// damaged or hostile.
 const MAX_NAME_CHARS: usize = 256;
+
+/// Longest question a piece of hearsay carries, in characters.
+const MAX_ASKED_CHARS: usize = 20_000;
 
 impl Origin {
     /// Why this origin cannot go with an entry of `role`, if it cannot: what a
@@ -155,6 +162,15 @@ impl Hearsay {
                 "has {} hops, fewer than its {} tellers",
                 self.hops,
                 self.chain.len()
+            ));
+        }
+        if self
+            .asked
+            .as_ref()
+            .is_some_and(|asked| asked.chars().count() > MAX_ASKED_CHARS)
+        {
+            return Err(format!(
+                "asked holds more than {MAX_ASKED_CHARS} characters"
             ));
         }
         if !self.original_time.is_finite() {
@@ -253,6 +269,9 @@ fn hearsay_note(hearsay: &Hearsay, when: &str, text: &str) -> String {
     match &hearsay.source {
         Source::Said { speaker } => {
             note.push_str(&format!(", that {} said", quote_name(speaker)));
+            if let Some(asked) = &hearsay.asked {
+                note.push_str(&format!(" when asked {}", quote(asked)));
+            }
         }
         Source::Witnessed { witness } => {
             note.push_str(&format!(", that {} saw", quote_name(witness)));
@@ -315,6 +334,7 @@ mod tests {
             },
             original_time: 0.0,
             hops: 2,
+            asked: None,
         };
         let heard = entry(
             Origin::Heard(Arc::new(hearsay)),
@@ -338,6 +358,7 @@ mod tests {
             },
             original_time: 0.0,
             hops: 1,
+            asked: None,
         };
         let heard = entry(
             Origin::Heard(Arc::new(hearsay)),

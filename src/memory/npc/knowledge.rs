@@ -110,12 +110,16 @@ impl LayersMut<'_> {
         if !self.context.features.sharing.allows(&message.origin) {
             return None;
         }
+        let mut asked = None;
         let (source, chain, hops, original_time) = match &message.origin {
             Origin::SaidPrivately => return None,
             Origin::Said => {
                 let speaker = match message.role {
                     Role::User => self.context.persona.style.player_name.clone(),
-                    Role::Assistant => teller.name.clone(),
+                    Role::Assistant => {
+                        asked = self.answered_line(index);
+                        teller.name.clone()
+                    }
                     Role::System => return None,
                 };
                 (
@@ -134,6 +138,7 @@ impl LayersMut<'_> {
                 message.timestamp,
             ),
             Origin::Heard(heard) => {
+                asked.clone_from(&heard.asked);
                 let mut chain = Vec::with_capacity(heard.chain.len() + 1);
                 chain.push(teller.clone());
                 chain.extend(heard.chain.iter().take(MAX_CHAIN - 1).cloned());
@@ -152,9 +157,16 @@ impl LayersMut<'_> {
                 source,
                 original_time,
                 hops,
+                asked,
             },
             from_index: index,
         })
+    }
+
+    /// The player line a reply at `index` answered, if it may be passed on.
+    fn answered_line(&self, index: LogIndex) -> Option<Arc<str>> {
+        let line = self.log.get(index.checked_sub(1)?)?;
+        (line.role == Role::User && line.origin == Origin::Said).then(|| line.content.clone())
     }
 
     /// What this NPC can pass on about `query`: its best matching entries (not

@@ -87,6 +87,12 @@ impl RecallIndex {
         let mut hashes = std::mem::take(&mut self.term_buffer);
         hashes.clear();
         for_each_term(&message.content, |term| hashes.push(term_hash(term)));
+        // An answer heard from another NPC is found by the question it answered.
+        if let crate::memory::Origin::Heard(hearsay) = &message.origin
+            && let Some(asked) = &hearsay.asked
+        {
+            for_each_term(asked, |term| hashes.push(term_hash(term)));
+        }
         if !hashes.is_empty() {
             hashes.sort_unstable();
             self.index_terms(doc, &hashes);
