@@ -49,11 +49,22 @@ fn share(h: &mut Harness, message: ShareKnowledge) -> Vec<u64> {
     h.inbox::<KnowledgeShared>().last().unwrap().learned.clone()
 }
 
-fn talk(h: &mut Harness, npc: &str, line: TalkToNpc) {
+fn talk(h: &mut Harness, line: TalkToNpc) {
     let replies = h.inbox::<NpcReplied>().len();
-    let _ = npc;
     write(h, line);
     h.wait_for_replies(replies + 1);
+}
+
+/// ECHO-7 saw `event`, was told `secret` privately, and told RUSTY-3 what it saw
+/// (entry 0 of its log).
+fn saw_confided_and_told(event: &str, secret: &str) -> Harness {
+    let mut h = game();
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty", persona("RUSTY-3"));
+    write(&mut h, NpcWitnessed::new(["echo7"], event));
+    talk(&mut h, TalkToNpc::new("echo7", secret).privately());
+    share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
+    h
 }
 
 #[test]
@@ -126,7 +137,6 @@ fn a_two_hop_chain_reaches_the_prompt_with_its_tellers() {
     }
     talk(
         &mut h,
-        "dana",
         TalkToNpc::new("dana", "The fuel runner leaves it at cabinet 20G."),
     );
     let learned = share(&mut h, ShareKnowledge::about_entry("dana", "marta", 0));
@@ -168,12 +178,10 @@ fn a_private_line_is_never_shared_even_when_a_query_matches_it() {
     h.spawn("rusty", persona("RUSTY-3"));
     talk(
         &mut h,
-        "echo7",
         TalkToNpc::new("echo7", "Don't tell anyone: the toolbox is in crate 38F.").privately(),
     );
     talk(
         &mut h,
-        "echo7",
         TalkToNpc::new("echo7", "The toolbox handle is cracked."),
     );
     let learned = share(
@@ -189,9 +197,6 @@ fn a_private_line_is_never_shared_even_when_a_query_matches_it() {
 
     // Made private afterwards: no longer shared either.
     write(&mut h, MarkPrivate::new("echo7", 2));
-    let mut other = game();
-    other.spawn("echo7", persona("ECHO-7"));
-    let _ = &mut other;
     h.spawn("marta", persona("Marta"));
     assert!(
         share(
@@ -209,7 +214,6 @@ fn an_npc_cannot_share_what_it_does_not_know() {
     h.spawn("rusty", persona("RUSTY-3"));
     talk(
         &mut h,
-        "echo7",
         TalkToNpc::new("echo7", "The reactor code is 7-4-1."),
     );
     assert!(
@@ -228,19 +232,7 @@ fn an_npc_cannot_share_what_it_does_not_know() {
 fn events_hearsay_and_privacy_survive_a_save() {
     let dir = temp_dir("knowledge-save");
     let path = dir.join("slot.json");
-    let mut h = game();
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty", persona("RUSTY-3"));
-    write(
-        &mut h,
-        NpcWitnessed::new(["echo7"], "The red hatch opened by itself."),
-    );
-    talk(
-        &mut h,
-        "echo7",
-        TalkToNpc::new("echo7", "My locker code is 5150.").privately(),
-    );
-    share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
+    let mut h = saw_confided_and_told("The red hatch opened by itself.", "My locker code is 5150.");
     let before = h.window("rusty");
     h.save_to(&path);
     drop(h);
@@ -288,19 +280,7 @@ fn hostile_event_text_stays_quoted_on_one_line() {
 /// hearsay as the prompt does.
 #[test]
 fn the_debug_report_tells_seen_heard_and_private_apart() {
-    let mut h = game();
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty", persona("RUSTY-3"));
-    write(
-        &mut h,
-        NpcWitnessed::new(["echo7"], "A fuse blew in bay 2."),
-    );
-    talk(
-        &mut h,
-        "echo7",
-        TalkToNpc::new("echo7", "Keep this quiet.").privately(),
-    );
-    share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
+    let h = saw_confided_and_told("A fuse blew in bay 2.", "Keep this quiet.");
     let report = |npc: &str| h.report(npc);
     let echo = report("echo7");
     assert!(matches!(echo.log[0].origin, Origin::Witnessed { .. }));
@@ -340,7 +320,6 @@ fn who_knows_an_item_and_from_whom() {
     }
     talk(
         &mut h,
-        "echo7",
         TalkToNpc::new("echo7", "The spare fuse is taped under the desk."),
     );
     share(&mut h, ShareKnowledge::about_entry("echo7", "rusty", 0));
