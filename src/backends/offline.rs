@@ -55,8 +55,22 @@ impl OfflineBackend {
         } else {
             format!("what I remember: {}", input.summary)
         };
+        // Notes after the system prompt are what the NPC saw or was told (they are
+        // the only other system messages a reply prompt holds); repeating the newest
+        // shows offline that it reached the prompt, with its source.
+        let note = request.messages[1.min(request.messages.len())..]
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::System)
+            .map(|m| {
+                format!(
+                    " — a note I have: {}",
+                    shorten(&m.content, STATEMENT_CHARS * 2)
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\" — {memory}",
+            "[offline] {} has no language model connected, so this is not a real answer. You said: \"{said}\" — {memory}{note}",
             input.npc_name
         )
     }

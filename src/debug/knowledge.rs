@@ -5,10 +5,16 @@ use bevy_egui::egui;
 
 use super::panel::message;
 use super::report::NpcMemoryReport;
+use super::section::DebugSection;
 use crate::memory::LoreScope;
 use crate::plugin::NpcLore;
 
-pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, lore: Option<&NpcLore>) {
+pub(super) fn draw(
+    ui: &mut egui::Ui,
+    report: &NpcMemoryReport,
+    lore: Option<&NpcLore>,
+    focus: &[DebugSection],
+) {
     let known = report.knowledge();
     let visible: Vec<_> = lore
         .map(|lore| {
@@ -17,35 +23,39 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, lore: Option<&Np
                 .collect()
         })
         .unwrap_or_default();
-    egui::CollapsingHeader::new(format!(
-        "Knowledge: {} seen, {} heard, {} private, {} lore",
-        known.seen.len(),
-        known.heard.len(),
-        known.private.len(),
-        visible.len()
-    ))
-    .show(ui, |ui| {
-        for (title, rows) in [
-            ("First-hand (seen)", &known.seen),
-            ("Heard (with the chain of tellers)", &known.heard),
-            ("Kept private", &known.private),
-        ] {
-            if !rows.is_empty() {
-                ui.label(egui::RichText::new(title).strong());
-                rows.iter().for_each(|row| message(ui, row));
+    DebugSection::Knowledge.show(
+        ui,
+        format!(
+            "Knowledge: {} seen, {} heard, {} private, {} lore",
+            known.seen.len(),
+            known.heard.len(),
+            known.private.len(),
+            visible.len()
+        ),
+        focus,
+        |ui| {
+            for (title, rows) in [
+                ("First-hand (seen)", &known.seen),
+                ("Heard (with the chain of tellers)", &known.heard),
+                ("Kept private", &known.private),
+            ] {
+                if !rows.is_empty() {
+                    ui.label(egui::RichText::new(title).strong());
+                    rows.iter().for_each(|row| message(ui, row));
+                }
             }
-        }
-        if !visible.is_empty() {
-            ui.label(egui::RichText::new("Lore").strong());
-            for entry in visible {
-                let scope = match &entry.scope {
-                    LoreScope::World => "world".to_owned(),
-                    LoreScope::Group(group) => format!("group {group}"),
-                    LoreScope::Npc(npc) => format!("only {npc}"),
-                };
-                ui.label(egui::RichText::new(format!("{} · {scope}", entry.id)).small());
-                ui.label(egui::RichText::new(&*entry.text).weak());
+            if !visible.is_empty() {
+                ui.label(egui::RichText::new("Lore").strong());
+                for entry in visible {
+                    let scope = match &entry.scope {
+                        LoreScope::World => "world".to_owned(),
+                        LoreScope::Group(group) => format!("group {group}"),
+                        LoreScope::Npc(npc) => format!("only {npc}"),
+                    };
+                    ui.label(egui::RichText::new(format!("{} · {scope}", entry.id)).small());
+                    ui.label(egui::RichText::new(&*entry.text).weak());
+                }
             }
-        }
-    });
+        },
+    );
 }

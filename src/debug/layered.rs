@@ -4,12 +4,15 @@
 use bevy_egui::egui;
 
 use super::report::NpcMemoryReport;
+use super::section::DebugSection;
 use crate::memory::FactStatus;
 
-pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport) {
-    egui::CollapsingHeader::new(format!("Pinned facts: {}", report.facts.len()))
-        .default_open(true)
-        .show(ui, |ui| {
+pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, focus: &[DebugSection]) {
+    DebugSection::PinnedFacts.show(
+        ui,
+        format!("Pinned facts: {}", report.facts.len()),
+        focus,
+        |ui| {
             if report.facts.is_empty() {
                 ui.label("(none)");
             }
@@ -24,9 +27,12 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport) {
                     ui.label(egui::RichText::new(text).weak().strikethrough());
                 }
             }
-        });
-    egui::CollapsingHeader::new(format!("Summary segments: {}", report.segments.len())).show(
+        },
+    );
+    DebugSection::Segments.show(
         ui,
+        format!("Summary segments: {}", report.segments.len()),
+        focus,
         |ui| {
             for segment in &report.segments {
                 ui.label(
@@ -45,24 +51,22 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport) {
         Some((tokens, None)) => format!("Last prompt: ~{tokens} tokens, no budget"),
         None => "Last prompt: basic mode's window and summary".to_owned(),
     };
-    egui::CollapsingHeader::new(title)
-        .default_open(true)
-        .show(ui, |ui| {
-            for section in &report.prompt_sections {
-                ui.label(format!(
-                    "{:?}: ~{} tokens · {} sent · {} left out",
-                    section.kind, section.tokens, section.sent, section.left_out
-                ));
-            }
-            for recalled in &report.recalled {
-                ui.label(
-                    egui::RichText::new(format!(
-                        "recalled #{} ({:.2}, {})",
-                        recalled.index, recalled.score, recalled.why
-                    ))
-                    .small(),
-                );
-                ui.label(egui::RichText::new(&recalled.text).weak());
-            }
-        });
+    DebugSection::LastPrompt.show(ui, title, focus, |ui| {
+        for section in &report.prompt_sections {
+            ui.label(format!(
+                "{:?}: ~{} tokens · {} sent · {} left out",
+                section.kind, section.tokens, section.sent, section.left_out
+            ));
+        }
+        for recalled in &report.recalled {
+            ui.label(
+                egui::RichText::new(format!(
+                    "recalled #{} ({:.2}, {})",
+                    recalled.index, recalled.score, recalled.why
+                ))
+                .small(),
+            );
+            ui.label(egui::RichText::new(&recalled.text).weak());
+        }
+    });
 }

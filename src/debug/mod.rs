@@ -8,6 +8,8 @@ mod layered;
 #[cfg(feature = "debug-ui")]
 mod panel;
 mod report;
+#[cfg(feature = "debug-ui")]
+mod section;
 
 pub use crate::plugin::{
     LlmUsage, TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile, UsageStats, diagnostics,
@@ -18,3 +20,5 @@ pub use report::{
     FactRow, KnowledgeRows, MessageRow, NpcMemoryReport, RecalledRow, SectionRow, SegmentRow,
     SummaryRow,
 };
+#[cfg(feature = "debug-ui")]
+pub use section::DebugSection;

@@ -7,6 +7,7 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPlugin, EguiPrimaryContextPass, egui};
 
 use super::report::{MessageRow, NpcMemoryReport};
+use super::section::DebugSection;
 use crate::memory::{MemoryConfig, NpcId, Origin, Role};
 use crate::plugin::{
     ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, LoadMemory, NpcRequests,
@@ -62,6 +63,8 @@ impl Plugin for NpcMemoryDebugPlugin {
             toggle_key: self.toggle_key,
             selected: None,
             search: String::new(),
+            focus: Vec::new(),
+            focus_frames: 0,
             window_edit: 20,
             threshold_edit: 10,
             recall_edit: false,
@@ -86,6 +89,11 @@ pub struct NpcMemoryDebugState {
     pub selected: Option<NpcId>,
     /// The L2 search text.
     pub search: String,
+    /// Sections to open, folding the others, the next time the panel shows an NPC
+    /// (the first is scrolled into view). It is emptied a few frames later, and the
+    /// player's own clicks rule after.
+    pub focus: Vec<DebugSection>,
+    focus_frames: u8,
     window_edit: usize,
     threshold_edit: usize,
     recall_edit: bool,
@@ -195,82 +203,95 @@ fn draw_panel(
                 state.segments_edit = features.segments.enabled;
                 state.edits_for = Some(report.npc.clone());
             }
+            // Held for a few frames: the section opens with an animation, and it can
+            // only be scrolled to once its contents have their full height.
+            let focus = state.focus.clone();
+            state.focus_frames += u8::from(!focus.is_empty());
+            if state.focus_frames > 10 {
+                state.focus.clear();
+                state.focus_frames = 0;
+            }
             draw_status(ui, &report);
             draw_actions(ui, &mut state, &report, &mut actions);
             ui.separator();
             egui::ScrollArea::vertical()
                 .id_salt("sections")
+                // Keep the panel's size when sections fold.
+                .auto_shrink([false, false])
                 .show(ui, |ui| {
-                    egui::CollapsingHeader::new(format!(
-                        "L1 rolling window: {} of {} (cap {}), ~{} tokens",
-                        report.window.len(),
-                        report.window_limits.0,
-                        report.window_limits.1,
-                        report.window_tokens
-                    ))
-                    .default_open(true)
-                    .show(ui, |ui| {
-                        report.window.iter().for_each(|row| message(ui, row))
-                    });
-                    egui::CollapsingHeader::new(format!(
-                        "L3 context memory: {} summaries",
-                        report.history.len()
-                    ))
-                    .default_open(true)
-                    .show(ui, |ui| {
-                        ui.label(egui::RichText::new("Current summary").strong());
-                        ui.label(if report.summary.is_empty() {
-                            "(none yet)"
-                        } else {
-                            &report.summary
-                        });
-                        for (n, row) in report.history.iter().enumerate() {
-                            ui.label(
-                                egui::RichText::new(format!(
-                                    "#{} covers {}..{} · {:?} · {} ms · {} attempt(s)",
-                                    n + 1,
-                                    row.covered.start,
-                                    row.covered.end,
-                                    row.trigger,
-                                    row.latency.as_millis(),
-                                    row.attempts
-                                ))
-                                .small(),
-                            );
-                            ui.label(egui::RichText::new(&row.summary).weak());
-                        }
-                    });
-                    super::layered::draw(ui, &report);
-                    super::knowledge::draw(ui, &report, sources.lore.as_deref());
-                    egui::CollapsingHeader::new(format!(
-                        "L2 full log: {} messages",
-                        report.log.len()
-                    ))
-                    .show(ui, |ui| {
-                        ui.horizontal(|ui| {
-                            ui.label("Search");
-                            ui.text_edit_singleline(&mut state.search);
-                        });
-                        egui::ScrollArea::vertical()
-                            .id_salt("log")
-                            .max_height(220.0)
-                            .show(ui, |ui| {
-                                report
-                                    .search_log(&state.search)
-                                    .into_iter()
-                                    .for_each(|row| message(ui, row));
+                    DebugSection::Window.show(
+                        ui,
+                        format!(
+                            "L1 rolling window: {} of {} (cap {}), ~{} tokens",
+                            report.window.len(),
+                            report.window_limits.0,
+                            report.window_limits.1,
+                            report.window_tokens
+                        ),
+                        &focus,
+                        |ui| report.window.iter().for_each(|row| message(ui, row)),
+                    );
+                    DebugSection::ContextMemory.show(
+                        ui,
+                        format!("L3 context memory: {} summaries", report.history.len()),
+                        &focus,
+                        |ui| {
+                            ui.label(egui::RichText::new("Current summary").strong());
+                            ui.label(if report.summary.is_empty() {
+                                "(none yet)"
+                            } else {
+                                &report.summary
                             });
-                    });
-                    egui::CollapsingHeader::new(format!(
-                        "Degradations: {}",
-                        report.degradations.len()
-                    ))
-                    .show(ui, |ui| {
-                        for degradation in &report.degradations {
-                            ui.colored_label(egui::Color32::LIGHT_RED, degradation);
-                        }
-                    });
-                    egui::CollapsingHeader::new("Usage").show(ui, |ui| {
+                            for (n, row) in report.history.iter().enumerate() {
+                                ui.label(
+                                    egui::RichText::new(format!(
+                                        "#{} covers {}..{} · {:?} · {} ms · {} attempt(s)",
+                                        n + 1,
+                                        row.covered.start,
+                                        row.covered.end,
+                                        row.trigger,
+                                        row.latency.as_millis(),
+                                        row.attempts
+                                    ))
+                                    .small(),
+                                );
+                                ui.label(egui::RichText::new(&row.summary).weak());
+                            }
+                        },
+                    );
+                    super::layered::draw(ui, &report, &focus);
+                    super::knowledge::draw(ui, &report, sources.lore.as_deref(), &focus);
+                    DebugSection::FullLog.show(
+                        ui,
+                        format!("L2 full log: {} messages", report.log.len()),
+                        &focus,
+                        |ui| {
+                            ui.horizontal(|ui| {
+                                ui.label("Search");
+                                ui.text_edit_singleline(&mut state.search);
+                            });
+                            egui::ScrollArea::vertical()
+                                .id_salt("log")
+                                .max_height(220.0)
+                                .show(ui, |ui| {
+                                    report
+                                        .search_log(&state.search)
+                                        .into_iter()
+                                        .for_each(|row| message(ui, row));
+                                });
+                        },
+                    );
+                    DebugSection::Degradations.show(
+                        ui,
+                        format!("Degradations: {}", report.degradations.len()),
+                        &focus,
+                        |ui| {
+                            for degradation in &report.degradations {
+                                ui.colored_label(egui::Color32::LIGHT_RED, degradation);
+                            }
+                        },
+                    );
+                    DebugSection::Usage.show(ui, "Usage", &focus, |ui| {
                         usage(ui, "Replies", report.reply_usage.as_ref());
                         usage(ui, "Summaries", report.summary_usage.as_ref());
                     });

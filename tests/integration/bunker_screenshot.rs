@@ -1,5 +1,5 @@
 //! The bunker scene in a real window under Xvfb with Mesa's software Vulkan: it plays
-//! the seed's walk-through, opens the debug panel, saves a screenshot through Bevy's
+//! the ECHO-7 walk-through and a shift change, opens the debug panel, saves a screenshot through Bevy's
 //! `Screenshot` API and exits. The PNG must have the window's size and real content.
 //!
 //! Needs `xvfb-run` and the bunker example (built with `--features debug-ui`);
@@ -94,6 +94,9 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the bunker failed: {log}");
 
+    if let Some(keep) = std::env::var_os("BUNKER_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
     let (width, height, pixels) = decode(&shot);
     assert_eq!((width, height), (1280, 720), "the window's size");
     let mut colours: Vec<[u8; 3]> = pixels.iter().step_by(7).copied().collect();
@@ -124,9 +127,10 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
             .iter()
             .all(|m| m["content"] != "Hello, I'm Alex. I'm here to fix the power system.")
     );
-    let keep = std::env::var_os("BUNKER_SCREENSHOT").map(PathBuf::from);
-    if let Some(keep) = keep {
-        std::fs::copy(&shot, keep).unwrap();
-    }
+    // Then the shift change: ECHO-7's last request holds what RUSTY-3 told it, and
+    // who told it, but not the line the player asked RUSTY-3 to keep secret.
+    let prompt = serde_json::to_string(messages).unwrap();
+    assert!(prompt.contains("RUSTY-3") && prompt.contains("coolant pump"));
+    assert!(!prompt.contains("storage key"));
     std::fs::remove_dir_all(dir).ok();
 }

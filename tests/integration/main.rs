@@ -30,6 +30,7 @@ mod personas;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;
+mod shift_change;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;

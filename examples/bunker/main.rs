@@ -14,9 +14,16 @@
 //!    in-process when the `local-llm` feature is on;
 //! 5. otherwise the offline backend runs and a banner says so.
 //!
-//! A label in the corner names the backend in use. `--autoplay` plays the ECHO-7 walk-through
-//! through the offline backend with the debug panel open; with `--screenshot` it
-//! saves a screenshot once the conversation is done, then exits.
+//! A label in the corner names the backend in use. The "Shift change" button makes
+//! RUSTY-3 brief ECHO-7 on what the player told it: ECHO-7 then knows it and who
+//! told it, except what the player asked RUSTY-3 to keep secret ("Send secretly").
+//!
+//! `--autoplay` plays the ECHO-7 walk-through, then a shift change
+//! (`assets/autoplay/shift_change.txt`), through the offline backend with the debug
+//! panel open on ECHO-7's Knowledge section; with `--screenshot` it saves a
+//! screenshot once the conversation is done, then exits.
+
+mod script;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -26,11 +33,11 @@ use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use bevy::window::WindowResolution;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use bevy_npc_memory::backends::{OpenAiBackend, OpenAiConfig};
-use bevy_npc_memory::debug::NpcMemoryDebugPlugin;
+use bevy_npc_memory::debug::{DebugSection, NpcMemoryDebugPlugin, NpcMemoryDebugState};
+use bevy_npc_memory::memory::{ChatMessage, Origin};
 use bevy_npc_memory::prelude::*;
 
-const ECHO: &str = "echo7";
-const ROBOT: &str = "rusty";
+use script::{ECHO, ROBOT, ShiftChange, Step};
 
 struct Args {
     chinese: bool,
@@ -167,12 +174,15 @@ struct Chat {
     input: String,
     streaming: HashMap<NpcId, String>,
     errors: HashMap<NpcId, String>,
+    shift: ShiftChange,
+    /// What the last shift change passed on, for the panel.
+    briefing: Option<String>,
 }
 
 /// The scripted conversation of `--autoplay`.
 #[derive(Resource)]
 struct Autoplay {
-    lines: VecDeque<(NpcId, String)>,
+    steps: VecDeque<Step>,
     screenshot: Option<PathBuf>,
     idle_frames: u32,
     waited_frames: u32,
@@ -182,7 +192,11 @@ struct Autoplay {
 fn main() -> AppExit {
     let args = args();
     let (with_backend, backend_label) = backend(&args);
-    let mut memory = with_backend(NpcMemoryPlugin::default().with_autosave(&args.save));
+    let mut memory = with_backend(
+        NpcMemoryPlugin::default()
+            .with_autosave(&args.save)
+            .with_lore("lore/bunker.lore.ron"),
+    );
     if args.autoplay {
         memory = memory.with_window(4).with_summary_threshold(2);
     }
@@ -222,9 +236,14 @@ fn main() -> AppExit {
         input: String::new(),
         streaming: HashMap::new(),
         errors: HashMap::new(),
+        shift: ShiftChange::default(),
+        briefing: None,
     })
     .add_systems(Startup, (build_bunker, spawn_npcs))
-    .add_systems(Update, follow_replies.after(NpcMemorySystems::Collect))
+    .add_systems(
+        Update,
+        (follow_replies, follow_briefing).after(NpcMemorySystems::Collect),
+    )
     .add_systems(EguiPrimaryContextPass, chat_panel);
     #[cfg(feature = "local-llm")]
     app.add_systems(Update, follow_model);
@@ -234,20 +253,16 @@ fn main() -> AppExit {
         } else {
             "assets/autoplay/echo7.txt"
         };
-        let text =
+        let read = |file: &str| {
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file)
-                .unwrap_or_default();
-        let mut lines: VecDeque<(NpcId, String)> = text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .map(|l| (NpcId::new(ECHO), l.to_owned()))
+                .unwrap_or_default()
+        };
+        let steps = script::parse(&read(file))
+            .into_iter()
+            .chain(script::parse(&read("assets/autoplay/shift_change.txt")))
             .collect();
-        lines.push_front((
-            NpcId::new(ROBOT),
-            "Rusty, please check the ventilation fans.".into(),
-        ));
         app.insert_resource(Autoplay {
-            lines,
+            steps,
             screenshot: args.screenshot,
             idle_frames: 0,
             waited_frames: 0,
@@ -435,6 +450,31 @@ fn follow_replies(
     }
 }
 
+/// Tells the panel what the last shift change passed on.
+fn follow_briefing(mut chat: ResMut<Chat>, mut shared: MessageReader<KnowledgeShared>) {
+    let learned: usize = shared.read().map(|told| told.learned.len()).sum();
+    if learned > 0 {
+        chat.briefing = Some(format!(
+            "Shift change: RUSTY-3 briefed ECHO-7 on {learned} thing(s). Secrets stay with RUSTY-3."
+        ));
+    }
+}
+
+/// How the comms log shows one entry: who said it, or where the NPC got it.
+fn comms_line(message: &ChatMessage, npc_name: &str) -> String {
+    match (&message.origin, message.role) {
+        (Origin::Heard(hearsay), _) => {
+            let teller = hearsay.teller().map_or("someone", |t| t.name.as_str());
+            format!("[{teller} told {npc_name}] {}", message.content)
+        }
+        (Origin::Witnessed { .. }, _) => format!("[{npc_name} saw] {}", message.content),
+        (Origin::SaidPrivately, Role::User) => format!("You (secret): {}", message.content),
+        (_, Role::User) => format!("You: {}", message.content),
+        _ => format!("{npc_name}: {}", message.content),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn chat_panel(
     mut egui: EguiContexts,
     mut chat: ResMut<Chat>,
@@ -443,6 +483,7 @@ fn chat_panel(
     contexts: Res<ContextMemoryManager>,
     conversations: Res<NpcRequests>,
     mut talk: MessageWriter<TalkToNpc>,
+    mut share: MessageWriter<ShareKnowledge>,
 ) -> Result {
     let ctx = egui.ctx_mut()?;
     match &scene.backend {
@@ -484,12 +525,7 @@ fn chat_panel(
                 .stick_to_bottom(true)
                 .show(ui, |ui| {
                     for message in logs.get(&npc).map(|l| l.messages()).unwrap_or_default() {
-                        let who = if message.role == Role::User {
-                            "You"
-                        } else {
-                            name.as_str()
-                        };
-                        ui.label(format!("{who}: {}", message.content));
+                        ui.label(comms_line(message, &name));
                     }
                     match chat.streaming.get(&npc) {
                         Some(partial) => {
@@ -511,9 +547,29 @@ fn chat_panel(
                         .hint_text("Say something…"),
                 );
                 let enter = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                if (ui.button("Send").clicked() || enter) && !chat.input.trim().is_empty() {
-                    talk.write(TalkToNpc::new(npc.clone(), std::mem::take(&mut chat.input)));
+                let send = ui.button("Send").clicked() || enter;
+                let secret = ui
+                    .button("Send secretly")
+                    .on_hover_text("The NPC answers, but never passes this line on")
+                    .clicked();
+                if (send || secret) && !chat.input.trim().is_empty() {
+                    let line = TalkToNpc::new(npc.clone(), std::mem::take(&mut chat.input));
+                    talk.write(if secret { line.privately() } else { line });
                     field.request_focus();
+                }
+            });
+            ui.horizontal(|ui| {
+                if ui
+                    .button("Shift change")
+                    .on_hover_text("RUSTY-3 briefs ECHO-7 on what you told it")
+                    .clicked()
+                {
+                    share.write_batch(chat.shift.briefing(&logs));
+                    chat.briefing =
+                        Some("Shift change: RUSTY-3 had nothing new to pass on.".into());
+                }
+                if let Some(briefing) = &chat.briefing {
+                    ui.weak(briefing);
                 }
             });
         });
@@ -522,13 +578,15 @@ fn chat_panel(
 
 /// Plays the script one line at a time, waiting for each answer and summary, then
 /// takes the screenshot and exits.
+#[allow(clippy::too_many_arguments)]
 fn autoplay(
     mut commands: Commands,
     mut script: ResMut<Autoplay>,
     mut chat: ResMut<Chat>,
-    conversations: Res<NpcRequests>,
-    contexts: Res<ContextMemoryManager>,
+    mut debug: ResMut<NpcMemoryDebugState>,
+    (conversations, contexts, logs): (Res<NpcRequests>, Res<ContextMemoryManager>, Res<ChatLogs>),
     mut talk: MessageWriter<TalkToNpc>,
+    mut share: MessageWriter<ShareKnowledge>,
     mut exit: MessageWriter<AppExit>,
 ) {
     let ready =
@@ -547,9 +605,19 @@ fn autoplay(
     if script.idle_frames < 20 {
         return;
     }
-    if let Some((npc, line)) = script.lines.pop_front() {
-        chat.talking_to = npc.clone();
-        talk.write(TalkToNpc::new(npc, line));
+    if let Some(step) = script.steps.pop_front() {
+        match step.talk() {
+            Some(line) => {
+                chat.talking_to = line.npc.clone();
+                talk.write(line);
+            }
+            None => {
+                share.write_batch(chat.shift.briefing(&logs));
+                // Show where the briefing lands, and with whose name on it.
+                debug.focus = vec![DebugSection::Window, DebugSection::Knowledge];
+            }
+        }
+        debug.selected = Some(NpcId::new(ECHO));
         script.idle_frames = 0;
         return;
     }
