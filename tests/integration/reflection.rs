@@ -177,3 +177,47 @@ fn messages_can_be_written_by_reflection() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn lore_is_changed_by_reflection() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", crate::support::persona("ECHO-7"));
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::AddLore",
+        r#"(entry: (id: "flood", scope: Group("crew"), keys: ["flood"], text: "The lower level flooded."))"#,
+    );
+    h.app.update();
+    let text = |h: &Harness, id: &str| {
+        h.app
+            .world()
+            .resource::<NpcLore>()
+            .entries()
+            .find(|entry| entry.id == id)
+            .map(|entry| (entry.text.to_string(), entry.scope.clone()))
+    };
+    assert_eq!(
+        text(&h, "flood"),
+        Some((
+            "The lower level flooded.".to_owned(),
+            LoreScope::group("crew")
+        ))
+    );
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::UpdateLore",
+        r#"(id: "flood", text: "The water has drained.")"#,
+    );
+    h.app.update();
+    assert_eq!(text(&h, "flood").unwrap().0, "The water has drained.");
+    write_by_reflection(&mut h, "bevy_npc_memory::RemoveLore", r#"(id: "flood")"#);
+    h.app.update();
+    assert_eq!(text(&h, "flood"), None);
+
+    // Lore files are reflected assets, so asset inspectors can list them.
+    let registry = h.app.world().resource::<AppTypeRegistry>().read();
+    let file = registry
+        .get_with_type_path("bevy_npc_memory::LoreFile")
+        .expect("LoreFile is registered");
+    assert!(file.data::<bevy::asset::ReflectAsset>().is_some());
+}

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use crate::memory::message::NpcId;
@@ -47,6 +48,9 @@ impl LoreScope {
 
 /// One piece of lore: what it says, the words that bring it up, and who knows it.
 ///
+/// It reflects as an opaque value written as its RON/serde form, so lore can be
+/// built by reflection (a console, Bevy's remote protocol) and shown by inspectors.
+///
 /// In a `*.lore.ron` file (`scope` defaults to `World`, `keys` to none):
 ///
 /// ```ron
@@ -54,7 +58,10 @@ impl LoreScope {
 /// (id: "crew_code", scope: Group("crew"), keys: ["door code"], text: "The code is 4711."),
 /// (id: "echo_secret", scope: Npc("echo7"), text: "ECHO-7 sealed the north wing."),
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(opaque)]
+#[reflect(Serialize, Deserialize, Debug, PartialEq, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct LoreEntry {
     /// Names the entry, so it can be updated or removed. Unique within a store.

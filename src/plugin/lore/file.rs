@@ -22,7 +22,9 @@ use crate::memory::{LoreEntry, MAX_LORE_ENTRIES, shorten_to_chars};
 /// which keeps it loaded, or with the `AssetServer` and keep the handle (dropping
 /// the last handle takes its entries out). Editing the file (with Bevy's
 /// `file_watcher` feature) or the asset replaces that file's entries.
-#[derive(Asset, TypePath, Clone, Debug, Default, PartialEq)]
+#[derive(Asset, Reflect, Clone, Debug, Default, PartialEq)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Debug, PartialEq, Clone, Default)]
 pub struct LoreFile {
     /// The entries, in file order.
     pub entries: Vec<LoreEntry>,

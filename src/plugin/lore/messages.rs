@@ -17,7 +17,9 @@ use crate::memory::LoreEntry;
 ///     ));
 /// }
 /// ```
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct AddLore {
     /// The entry.
@@ -33,7 +35,9 @@ impl AddLore {
 
 /// Gives a lore entry a new text from now on (the world changed); its keys and
 /// scope stay. No later prompt carries the old text.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct UpdateLore {
     /// Which entry.
@@ -53,7 +57,9 @@ impl UpdateLore {
 }
 
 /// Removes a lore entry from now on, also one a lore file holds.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Message, Debug, PartialEq, Clone)]
 #[non_exhaustive]
 pub struct RemoveLore {
     /// Which entry.

@@ -17,10 +17,14 @@ use super::NpcMemorySystems;
 pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
     app.init_resource::<NpcLore>()
         .init_asset::<LoreFile>()
+        .register_asset_reflect::<LoreFile>()
         .register_asset_loader(LoreFileLoader)
         .add_message::<AddLore>()
         .add_message::<UpdateLore>()
         .add_message::<RemoveLore>()
+        .register_type::<AddLore>()
+        .register_type::<UpdateLore>()
+        .register_type::<RemoveLore>()
         .add_systems(
             Startup,
             move |server: Res<AssetServer>, mut lore: ResMut<NpcLore>| {
