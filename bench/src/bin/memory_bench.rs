@@ -22,15 +22,13 @@ use std::time::{Duration, Instant};
 
 use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
-    LogIndex, MemoryConfig, MemoryFeatures, NpcMemory, PersonaPrompt, PromptMessage, Role,
-    SummaryStyle, estimate_prompt_tokens,
+    LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
 };
+use bevy_npc_memory_bench::locomo::{Conversation, load, turn_text};
+use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--json]";
-
-/// Parts of `layered` that `--without` can switch off.
-const PARTS: [&str; 4] = ["recall", "neighbours", "facts", "segments"];
 
 struct Args {
     data: PathBuf,
@@ -119,18 +117,11 @@ struct Summary;
 
 impl Strategy for Full {
     fn context(&self, replay: &Replay, question: &str) -> Vec<(Option<LogIndex>, PromptMessage)> {
-        let mut context = vec![(
-            None,
-            PromptMessage::new(Role::System, replay.memory.context.persona().text.clone()),
-        )];
-        context.extend(
-            replay
-                .memory
-                .log
-                .messages()
-                .iter()
-                .map(|m| (Some(m.index), m.to_prompt())),
-        );
+        let log = replay.memory.log.messages().iter().map(|m| Some(m.index));
+        let mut context: Vec<_> = std::iter::once(None)
+            .chain(log)
+            .zip(full_history(&replay.memory))
+            .collect();
         context.push((None, PromptMessage::new(Role::User, question)));
         context
     }
@@ -270,63 +261,24 @@ struct Replay {
 }
 
 fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, String> {
-    let sample = record
-        .get("sample_id")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
-    let where_ = |what: &str| format!("{}: conversation {sample}: {what}", file.display());
-    let conversation = record
-        .get("conversation")
-        .and_then(Value::as_object)
-        .ok_or_else(|| where_("no `conversation` object"))?;
-    let speaker_a = conversation
-        .get("speaker_a")
-        .and_then(Value::as_str)
-        .ok_or_else(|| where_("no `speaker_a`"))?;
-    let speaker_b = conversation
-        .get("speaker_b")
-        .and_then(Value::as_str)
-        .unwrap_or("NPC");
-    let mut sessions: Vec<(u32, &Vec<Value>)> = conversation
-        .iter()
-        .filter_map(|(key, value)| {
-            let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
-            Some((n, value.as_array()?))
-        })
-        .collect();
-    if sessions.is_empty() {
-        return Err(where_("no sessions"));
-    }
-    sessions.sort_by_key(|(n, _)| *n);
-
-    let persona = PersonaPrompt {
-        name: speaker_b.to_owned(),
-        text: format!("You are {speaker_b}, talking with {speaker_a}.").into(),
-        style: SummaryStyle::english(),
-    };
+    let conversation = Conversation::parse(record, file)?;
+    let persona = conversation.persona();
     let mut memory = NpcMemory::new(persona, config);
     let backend = OfflineBackend::default();
     let mut dia_ids = HashMap::new();
     let (mut summary_requests, mut bookkeeping, mut messages, mut last_timestamp) =
         (0, Duration::ZERO, 0, 0.0);
-    for (n, turns) in sessions {
+    for (n, turns) in &conversation.sessions {
         let date = conversation
+            .fields
             .get(&format!("session_{n}_date_time"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let timestamp = parse_date(date).unwrap_or(f64::from(n) * 86_400.0);
+        let timestamp = parse_date(date).unwrap_or(f64::from(*n) * 86_400.0);
         last_timestamp = timestamp;
-        for turn in turns {
-            let speaker = turn.get("speaker").and_then(Value::as_str).unwrap_or("");
-            let mut text = turn
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
-                text.push_str(&format!(" [shares a photo: {caption}]"));
-            }
-            let role = if speaker == speaker_a {
+        for turn in turns.iter() {
+            let text = turn_text(turn);
+            let role = if conversation.is_player(turn) {
                 Role::User
             } else {
                 Role::Assistant
@@ -466,31 +418,14 @@ fn run(args: &Args) -> Result<Value, String> {
         return Err("--without only applies to --strategy layered".into());
     }
     let file = &args.data;
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let records: Vec<Value> = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Array(records)) => records,
-        Ok(_) => {
-            return Err(format!(
-                "{}: expected a JSON list of conversations",
-                file.display()
-            ));
-        }
-        Err(e) => return Err(format!("{}: invalid JSON: {e}", file.display())),
-    };
-    let mut config = MemoryConfig {
-        summary_threshold: args.threshold,
-        ..MemoryConfig::with_window(args.window)
-    };
-    if args.strategy == "layered" {
-        let features = &mut config.features;
-        *features = MemoryFeatures::layered(0);
-        features.budget.max_tokens = args.budget;
-        let off = |part: &str| args.without.iter().any(|p| p == part);
-        features.recall.enabled = !off("recall");
-        features.recall.neighbours = !off("neighbours");
-        features.facts.enabled = !off("facts");
-        features.segments.enabled = !off("segments");
-    }
+    let records = load(file)?;
+    let config = memory_config(
+        args.window,
+        args.threshold,
+        args.strategy == "layered",
+        args.budget,
+        &args.without,
+    );
 
     let mut by_category: BTreeMap<u64, Tally> = BTreeMap::new();
     let (mut skipped, mut questions, mut fully) = (0usize, 0usize, 0usize);

@@ -1,0 +1,115 @@
+//! Reading LoCoMo conversations (`locomo_dev.json`, see the data's README): the
+//! file, each conversation's speakers and sessions, and each turn's text.
+//!
+//! The data is CC BY-NC 4.0 and is read from where it lies; nothing here copies it.
+
+use std::path::Path;
+
+use bevy_npc_memory::memory::{PersonaPrompt, SummaryStyle};
+use serde_json::Value;
+
+/// Reads the file as a JSON list of conversations. Errors name the file.
+pub fn load(file: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(records)) => Ok(records),
+        Ok(_) => Err(format!(
+            "{}: expected a JSON list of conversations",
+            file.display()
+        )),
+        Err(e) => Err(format!("{}: invalid JSON: {e}", file.display())),
+    }
+}
+
+/// One conversation of the file: who speaks, and its sessions in order.
+#[derive(Clone, Debug)]
+pub struct Conversation<'a> {
+    /// The conversation's id, such as `conv-26`, or `?`.
+    pub sample_id: &'a str,
+    /// The first speaker: the player in every bench.
+    pub speaker_a: &'a str,
+    /// The second speaker: the NPC (`NPC` when the record has none).
+    pub speaker_b: &'a str,
+    /// The `conversation` object, for fields such as `session_<n>_date_time`.
+    pub fields: &'a serde_json::Map<String, Value>,
+    /// `(n, turns)` for every `session_<n>` whose value is a list, by `n`.
+    pub sessions: Vec<(u32, &'a Vec<Value>)>,
+}
+
+impl<'a> Conversation<'a> {
+    /// Reads one record. Errors name the file and the conversation.
+    pub fn parse(record: &'a Value, file: &Path) -> Result<Self, String> {
+        let sample_id = record
+            .get("sample_id")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let where_ = |what: &str| format!("{}: conversation {sample_id}: {what}", file.display());
+        let fields = record
+            .get("conversation")
+            .and_then(Value::as_object)
+            .ok_or_else(|| where_("no `conversation` object"))?;
+        let speaker_a = fields
+            .get("speaker_a")
+            .and_then(Value::as_str)
+            .ok_or_else(|| where_("no `speaker_a`"))?;
+        let speaker_b = fields
+            .get("speaker_b")
+            .and_then(Value::as_str)
+            .unwrap_or("NPC");
+        let mut sessions: Vec<(u32, &Vec<Value>)> = fields
+            .iter()
+            .filter_map(|(key, value)| {
+                let n = key.strip_prefix("session_")?.parse::<u32>().ok()?;
+                Some((n, value.as_array()?))
+            })
+            .collect();
+        if sessions.is_empty() {
+            return Err(where_("no sessions"));
+        }
+        sessions.sort_by_key(|(n, _)| *n);
+        Ok(Self {
+            sample_id,
+            speaker_a,
+            speaker_b,
+            fields,
+            sessions,
+        })
+    }
+
+    /// The NPC's persona: `speaker_b`, talking with `speaker_a`.
+    pub fn persona(&self) -> PersonaPrompt {
+        PersonaPrompt {
+            name: self.speaker_b.to_owned(),
+            text: format!(
+                "You are {}, talking with {}.",
+                self.speaker_b, self.speaker_a
+            )
+            .into(),
+            style: SummaryStyle::english(),
+        }
+    }
+
+    /// Every turn of every session, in order.
+    pub fn turns(&self) -> impl Iterator<Item = &'a Value> + '_ {
+        self.sessions.iter().flat_map(|(_, turns)| turns.iter())
+    }
+
+    /// Whether the player (`speaker_a`) says this turn.
+    pub fn is_player(&self, turn: &Value) -> bool {
+        turn.get("speaker").and_then(Value::as_str) == Some(self.speaker_a)
+    }
+}
+
+/// A turn's text as a chat line: its `text`, and a shared photo's caption as
+/// ` [shares a photo: …]`.
+pub fn turn_text(turn: &Value) -> String {
+    let mut text = turn
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+        text.push_str(&format!(" [shares a photo: {caption}]"));
+    }
+    text
+}
