@@ -11,7 +11,7 @@ import sys
 
 report = json.load(open(sys.argv[1]))
 out = sys.argv[2]
-W, H, L, R, T, B = 760, 460, 80, 170, 48, 60
+W, H, L, R, T, B = 770, 460, 80, 180, 48, 60
 colors = {"full": "#c0392b", "basic": "#27ae60", "layered@1000": "#c39bd3",
           "layered@2000": "#8e44ad", "layered@4000": "#4a235a"}
 order = report["order"]
@@ -34,7 +34,7 @@ s = report["settings"]
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
        f'<text x="{(W - R + L) / 2}" y="20" text-anchor="middle" font-size="15">Prompt tokens per hour of play, all NPCs</text>',
-       f'<text x="{(W - R + L) / 2}" y="37" text-anchor="middle" fill="#555">{s["npcs"]} NPCs, {s["lines_per_hour"]} player lines/hour, LoCoMo lines; dashed: not a cached prefix</text>']
+       f'<text x="{(W - R + L) / 2}" y="37" text-anchor="middle" fill="#555">{s["npcs"]} NPCs, {s["lines_per_hour"]} player lines/hour, LoCoMo lines; dashed: not a cached prefix (cache kept)</text>']
 decade = math.floor(lo)
 while decade <= hi:
     for m in (1, 2, 5):
@@ -57,6 +57,14 @@ for name in order:
     series = strategies[name]["tokens_per_hour"]
     for h, v in enumerate(series):
         svg.append(f'<circle cx="{x(h + 1):.1f}" cy="{y(v):.1f}" r="3.5" fill="{c}"/>')
-    svg.append(f'<text x="{W - R + 10}" y="{y(series[-1]) + 4:.1f}" fill="{c}">{name}: {series[-1]:,.0f}</text>')
+# Labels at the right end of each solid line, pushed apart so none overlap.
+labels = sorted((y(strategies[n]["tokens_per_hour"][-1]), n) for n in order)
+placed = []
+for want, name in labels:
+    at = max(want, placed[-1][0] + 15) if placed else want
+    placed.append((at, name))
+for at, name in placed:
+    last = strategies[name]["tokens_per_hour"][-1]
+    svg.append(f'<text x="{W - R + 10}" y="{at + 4:.1f}" fill="{colors.get(name, "#555")}">{name}: {last:,.0f}</text>')
 svg.append("</svg>")
 open(out, "w").write("\n".join(svg))

@@ -69,7 +69,7 @@ fn number(value: &Value) -> String {
     let digits = n.abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -92,7 +92,7 @@ fn print_table(r: &Value) {
     println!(
         "| strategy | tokens/hour, hour 1 | tokens/hour, hour {hours} | not cached, hour {hours} (5-min TTL) | prompt total | completion total | requests | summary share | cache-prefix share (replies / all) | cached tokens | max reply prompt |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for name in r["order"].as_array().into_iter().flatten() {
         let name = name.as_str().unwrap_or("");
         let t = &r["strategies"][name];
