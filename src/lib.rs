@@ -162,7 +162,8 @@ pub mod prelude {
     };
     // What NPCs know beyond their own conversation.
     pub use crate::plugin::{
-        About, Knower, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness,
+        About, FactKnower, Knower, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge,
+        Witness,
     };
     // Entity-first dialogue: turn ids, interrupts, NPC state, and the entity events
     // that mirror the reply messages.

@@ -26,9 +26,10 @@ pub(super) fn draw(
     DebugSection::Knowledge.show(
         ui,
         format!(
-            "Knowledge: {} seen, {} heard, {} private, {} lore",
+            "Knowledge: {} seen, {} heard, {} heard facts, {} private, {} lore",
             known.seen.len(),
             known.heard.len(),
+            known.heard_facts.len(),
             known.private.len(),
             visible.len()
         ),
@@ -42,6 +43,27 @@ pub(super) fn draw(
                 if !rows.is_empty() {
                     ui.label(egui::RichText::new(title).strong());
                     rows.iter().for_each(|row| message(ui, row));
+                }
+            }
+            if !known.heard_facts.is_empty() {
+                ui.label(egui::RichText::new("Heard facts (with their teller)").strong());
+                for fact in &known.heard_facts {
+                    let tellers = fact.source.heard().map_or_else(String::new, |heard| {
+                        heard
+                            .chain
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" via ")
+                    });
+                    let hops = fact.source.precedence().1;
+                    ui.label(
+                        egui::RichText::new(format!(
+                            "{} = {:?} · told by {tellers} · {hops} hop(s)",
+                            fact.key, fact.value
+                        ))
+                        .small(),
+                    );
                 }
             }
             if !visible.is_empty() {

@@ -160,6 +160,9 @@ pub struct KnowledgeRows<'a> {
     pub heard: Vec<&'a MessageRow>,
     /// Player lines (and replies) it keeps to itself.
     pub private: Vec<&'a MessageRow>,
+    /// Pinned facts other NPCs told it, active ones, with who told them
+    /// ([`FactSource::heard`]).
+    pub heard_facts: Vec<&'a FactRow>,
 }
 
 impl NpcMemoryReport {
@@ -175,6 +178,11 @@ impl NpcMemoryReport {
                 _ => {}
             }
         }
+        rows.heard_facts = self
+            .facts
+            .iter()
+            .filter(|f| f.status == FactStatus::Active && f.source.heard().is_some())
+            .collect();
         rows
     }
 
@@ -326,7 +334,7 @@ fn fact_rows(context: &ContextMemory) -> Vec<FactRow> {
         key: f.key.to_string(),
         value: f.value.to_string(),
         status: f.status,
-        source: f.source,
+        source: f.source.clone(),
         evidence: f.evidence.clone(),
         changed_at: f.changed_at,
     };

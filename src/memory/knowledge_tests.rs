@@ -101,8 +101,11 @@ fn private_lines_are_never_told_even_when_a_query_matches_them() {
     assert_eq!(layers.tell(secret, &me), None);
     let told = layers.tell_about("where is the toolbox", 8, &me);
     assert!(!told.is_empty(), "the open line matches");
-    assert!(told.iter().all(|t| t.from_index != secret), "{told:?}");
-    assert!(told.iter().any(|t| t.from_index == open));
+    assert!(
+        told.iter().all(|t| t.from_index != Some(secret)),
+        "{told:?}"
+    );
+    assert!(told.iter().any(|t| t.from_index == Some(open)));
 
     // Marked private afterwards: no longer told either.
     assert!(layers.mark_private(open));
@@ -236,4 +239,91 @@ fn an_answer_is_passed_on_with_the_question_it_answered() {
         .reply("She is in the northern shelter.", 2.0)
         .index;
     assert_eq!(echo.layers().tell(reply, &teller("echo7", "ECHO-7")), None);
+}
+
+#[test]
+fn a_told_fact_carries_its_chain_and_a_private_one_is_not_told() {
+    let mut echo = npc("ECHO-7", MemoryFeatures::layered(2000));
+    let mut rusty = npc("RUSTY-3", MemoryFeatures::layered(2000));
+    let mut marta = npc("Marta", MemoryFeatures::layered(2000));
+    let name = FactKey::PLAYER_NAME;
+    assert!(
+        echo.layers()
+            .tell_fact(&name, &teller("echo7", "ECHO-7"))
+            .is_none()
+    );
+
+    let secret = echo.layers().say_privately("My name is Alex.", 1.0).index;
+    echo.context
+        .facts
+        .set_by_game(name.clone(), "Alex", 2.0, vec![secret])
+        .unwrap();
+    assert!(
+        echo.layers()
+            .tell_fact(&name, &teller("echo7", "ECHO-7"))
+            .is_none(),
+        "only a private line supports it"
+    );
+    let open = echo.layers().say("Yes, Alex, as I said.", 3.0).index;
+    echo.context
+        .facts
+        .set_by_game(name.clone(), "Alex", 4.0, vec![open])
+        .unwrap();
+    let told = echo
+        .layers()
+        .tell_fact(&name, &teller("echo7", "ECHO-7"))
+        .unwrap();
+    assert_eq!(told.heard.hops, 1);
+    let change = rusty.layers().hear_fact(told, 5.0);
+    assert_eq!(change.kind, FactChangeKind::Added);
+    let again = rusty
+        .layers()
+        .tell_fact(&name, &teller("rusty", "RUSTY-3"))
+        .unwrap();
+    assert_eq!(again.heard.hops, 2);
+    let names: Vec<&str> = again.heard.chain.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["RUSTY-3", "ECHO-7"]);
+    marta.layers().hear_fact(again, 6.0);
+    let prompt = marta.layers().say("Who am I?", 7.0).messages[0]
+        .content
+        .to_string();
+    assert!(
+        prompt.contains("player_name = \"Alex\" (RUSTY-3 told you, who heard it from ECHO-7)"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn lore_told_is_retracted_when_its_entry_changes() {
+    let echo = npc("ECHO-7", MemoryFeatures::default());
+    let mut rusty = npc("RUSTY-3", MemoryFeatures::layered(2000));
+    let hit = LoreHit {
+        id: "reactor".into(),
+        score: 1.0,
+        text: "The reactor runs on thorium.".into(),
+    };
+    let mut echo = echo;
+    let told = echo
+        .layers()
+        .tell_lore(&hit, &teller("echo7", "ECHO-7"), 1.0)
+        .unwrap();
+    assert_eq!(told.from_index, None);
+    rusty.layers().hear(told, 2.0).unwrap();
+    let same =
+        |id: &str| (id == "reactor").then(|| std::sync::Arc::from("The reactor runs on thorium."));
+    assert_eq!(rusty.layers().retract_lore(same), 0, "unchanged lore stays");
+    let before = rusty.layers().say("The reactor?", 3.0).messages;
+    assert!(before.iter().any(|m| m.content.contains("thorium")));
+
+    assert_eq!(rusty.layers().retract_lore(|_| None), 1);
+    let after = rusty.layers().say("Thorium in the reactor?", 4.0).messages;
+    let text: String = after.iter().map(|m| m.content.to_string()).collect();
+    assert!(!text.contains("runs on thorium"), "{text}");
+    assert!(
+        rusty
+            .layers()
+            .tell(0, &teller("rusty", "RUSTY-3"))
+            .is_none()
+    );
+    assert_eq!(rusty.layers().retract_lore(|_| None), 0, "retracted once");
 }

@@ -51,7 +51,7 @@ pub use context::{
 };
 pub use facts::{
     Fact, FactCategory, FactChange, FactChangeKind, FactKey, FactKeyError, FactLimits, FactSource,
-    FactStatus, FactsConfig, FactsError, PinnedFacts,
+    FactStatus, FactsConfig, FactsError, HeardFact, PinnedFacts,
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use log::ChatLog;
@@ -66,7 +66,7 @@ pub use lore::{
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{
     LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput,
-    Told, Turn, preview_prompt,
+    Told, ToldFact, Turn, preview_prompt,
 };
 pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 pub use parts::{InvalidField, MemoryParts};

@@ -79,7 +79,7 @@ impl Hearsay {
 }
 
 /// One NPC in a chain of tellings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Teller {
     /// Its memory's id.
@@ -101,6 +101,18 @@ pub enum Source {
     Witnessed {
         /// Who saw it.
         witness: String,
+    },
+    /// A lore entry the teller knew and the listener may not: world knowledge
+    /// passed on. The listener's prompts and recall drop it once the entry says
+    /// something else or is gone ([`LayersMut::retract_lore`](crate::memory::LayersMut::retract_lore)).
+    Lore {
+        /// The lore entry's id.
+        entry: String,
+        /// Set when the entry changed or went away after it was told: the text is
+        /// no longer true of the world, so no prompt or recall hit shows it, and
+        /// it is not passed on again. Kept in the log, which is append-only.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retracted: bool,
     },
 }
 
@@ -179,6 +191,7 @@ impl Hearsay {
         let source_name = match &self.source {
             Source::Said { speaker } => speaker,
             Source::Witnessed { witness } => witness,
+            Source::Lore { entry, .. } => entry,
         };
         let names = self
             .chain
@@ -198,7 +211,29 @@ impl Hearsay {
     }
 }
 
+impl Teller {
+    /// Why this teller cannot be loaded, if it cannot.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if [self.name.as_str(), self.id.as_str()]
+            .iter()
+            .any(|name| name.chars().count() > MAX_NAME_CHARS)
+        {
+            return Err(format!(
+                "names someone in more than {MAX_NAME_CHARS} characters"
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl ChatMessage {
+    /// Whether the entry is lore passed on by another NPC that no longer holds:
+    /// its entry changed or went away. Prompts, recall and tellings skip it.
+    pub fn is_retracted(&self) -> bool {
+        matches!(&self.origin, Origin::Heard(heard)
+            if matches!(heard.source, Source::Lore { retracted: true, .. }))
+    }
+
     /// The entry as its own message in a prompt. Conversation lines go as they are;
     /// anything else is a system note that quotes it with its time and source.
     pub(crate) fn to_prompt_with(&self, dates: &DateFormat) -> super::message::PromptMessage {
@@ -212,6 +247,12 @@ impl ChatMessage {
     /// it, or what the NPC saw or heard, when, and the text quoted.
     pub(crate) fn note(&self, dates: &DateFormat) -> String {
         let when = dates.format(self.timestamp);
+        if self.is_retracted() {
+            // The world changed since: the old text must not reach any prompt.
+            return format!(
+                "({when}: something you were told about the world no longer holds; left out)"
+            );
+        }
         match &self.origin {
             Origin::Said | Origin::SaidPrivately => quote(&self.content),
             Origin::Witnessed { .. } => {
@@ -276,6 +317,7 @@ fn hearsay_note(hearsay: &Hearsay, when: &str, text: &str) -> String {
         Source::Witnessed { witness } => {
             note.push_str(&format!(", that {} saw", quote_name(witness)));
         }
+        Source::Lore { .. } => note.push_str(", as something known of the world"),
     }
     note.push_str(": ");
     note.push_str(&quote(text));
@@ -284,7 +326,7 @@ fn hearsay_note(hearsay: &Hearsay, when: &str, text: &str) -> String {
 
 /// A name as prompts show it: bare when it is plain, quoted when it could break the
 /// line or pose as something else.
-fn quote_name(name: &str) -> String {
+pub(crate) fn quote_name(name: &str) -> String {
     let plain = !name.is_empty()
         && name.chars().count() <= 64
         && name

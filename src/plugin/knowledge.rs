@@ -9,7 +9,7 @@ use bevy::prelude::*;
 
 use super::dialogue::Dialogue;
 use super::persona::Npc;
-use crate::memory::{LogIndex, NpcId};
+use crate::memory::{FactChange, FactKey, LogIndex, NpcId};
 
 /// Some NPCs saw something happen: it enters each witness's memory (and only
 /// theirs) as a dated event, which is summarized, recalled and saved like the
@@ -120,6 +120,12 @@ pub enum About {
         /// Most entries passed on.
         max: usize,
     },
+    /// The teller's active value of one pinned fact. The listener keeps it in its
+    /// pinned facts as hearsay, which never replaces what the game set or what it
+    /// learned first-hand, nor hearsay from fewer tellings away
+    /// ([`FactSource::precedence`](crate::memory::FactSource::precedence)). A fact
+    /// only private lines support is not passed on.
+    Fact(FactKey),
 }
 
 /// NPC `from` tells NPC `to` what it knows `about` something: when two NPCs meet,
@@ -164,8 +170,19 @@ impl ShareKnowledge {
         }
     }
 
+    /// `from` tells `to` its value of the pinned fact `key`, if it has one.
+    pub fn about_fact(from: impl Into<NpcId>, to: impl Into<NpcId>, key: FactKey) -> Self {
+        Self {
+            from: from.into(),
+            to: to.into(),
+            about: About::Fact(key),
+        }
+    }
+
     /// `from` tells `to` what it remembers best matching `query`, at most `max`
-    /// entries.
+    /// entries, and the lore it knows that matches and `to` may not know (told
+    /// as hearsay whose source is the lore entry; see
+    /// [`Source::Lore`](crate::memory::Source::Lore)).
     pub fn about_query(
         from: impl Into<NpcId>,
         to: impl Into<NpcId>,
@@ -194,6 +211,11 @@ pub struct KnowledgeShared {
     /// The new entries in `to`'s log; empty when nothing was passed on (`from`
     /// did not know it, it was private, or `to` knew it already).
     pub learned: Vec<LogIndex>,
+    /// For [`About::Fact`]: what the telling did to `to`'s pinned facts, applied
+    /// or refused ([`FactChangeKind::Outranked`](crate::memory::FactChangeKind::Outranked)
+    /// when `to` knew better). Empty when `from` had no such fact to tell, or
+    /// may not pass it on.
+    pub facts: Vec<FactChange>,
 }
 
 /// The player asks an NPC, after the fact, to keep a line to itself ("don't tell
@@ -261,11 +283,12 @@ pub(crate) fn take_knowledge(
         }
     }
     for share in shares.read() {
-        let learned = dialogue.share(&share.from, &share.to, &share.about);
+        let (learned, facts) = dialogue.share(&share.from, &share.to, &share.about);
         shared.write(KnowledgeShared {
             from: share.from.clone(),
             to: share.to.clone(),
             learned,
+            facts,
         });
     }
 }

@@ -6,8 +6,8 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::memory::{
-    ChatLog, ContextMemory, LayersMut, LogIndex, MemoryConfig, MemoryParts, NpcId, NpcMemory,
-    Origin, PersonaPrompt, Reconfigured, RollingWindow,
+    ChatLog, ContextMemory, FactKey, FactSource, LayersMut, LogIndex, MemoryConfig, MemoryParts,
+    NpcId, NpcMemory, Origin, PersonaPrompt, Reconfigured, RollingWindow,
 };
 
 macro_rules! layer_resource {
@@ -90,6 +90,45 @@ impl ChatLogs {
         });
         knowers
     }
+}
+
+impl ContextMemoryManager {
+    /// Who knows pinned fact `key`, and from whom: every NPC with an active value
+    /// for it, best source first (the game's word, then first-hand, then hearsay by
+    /// hops), then by id. Values may differ between NPCs; each says what that NPC
+    /// holds, and [`FactSource::heard`](crate::memory::FactSource::heard) gives the
+    /// chain of tellers. For inspection and tools: it reads every NPC's facts.
+    pub fn who_knows_fact(&self, key: &FactKey) -> Vec<FactKnower> {
+        let mut knowers: Vec<FactKnower> = self
+            .iter()
+            .filter_map(|(npc, context)| {
+                let fact = context.facts().get(key)?;
+                Some(FactKnower {
+                    npc: npc.clone(),
+                    value: fact.value.clone(),
+                    source: fact.source.clone(),
+                })
+            })
+            .collect();
+        knowers.sort_by(|a, b| {
+            a.source
+                .precedence()
+                .cmp(&b.source.precedence())
+                .then(a.npc.cmp(&b.npc))
+        });
+        knowers
+    }
+}
+
+/// One NPC that holds a pinned fact ([`ContextMemoryManager::who_knows_fact`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FactKnower {
+    /// Which NPC.
+    pub npc: NpcId,
+    /// The value it holds.
+    pub value: std::sync::Arc<str>,
+    /// How it came to know it: the game, first-hand, or heard (with the tellers).
+    pub source: FactSource,
 }
 
 /// One NPC that knows something ([`ChatLogs::who_knows`]).
@@ -187,6 +226,24 @@ impl Layers<'_> {
         self.changes.dirty.insert(npc);
     }
 
+    /// Retracts, in every NPC's memory, the lore it was told that no longer holds
+    /// ([`LayersMut::retract_lore`]). Only NPCs that were told lore are touched,
+    /// so autosave rewrites no one else.
+    pub(crate) fn retract_lore(&mut self, current: impl Fn(&str) -> Option<std::sync::Arc<str>>) {
+        let told: Vec<NpcId> = self
+            .logs
+            .0
+            .iter()
+            .filter(|(_, log)| log.messages().iter().any(is_told_lore))
+            .map(|(npc, _)| npc.clone())
+            .collect();
+        for npc in told {
+            if let Some(mut layers) = self.get_mut(&npc) {
+                layers.retract_lore(&current);
+            }
+        }
+    }
+
     /// Forgets every NPC's memory, as loading another slot does.
     pub(crate) fn remove_all(&mut self) {
         self.logs.0.clear();
@@ -208,4 +265,10 @@ impl Layers<'_> {
             self.contexts.0.get(npc)?,
         ))
     }
+}
+
+/// Whether an entry is lore another NPC told, not yet retracted.
+fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
+    matches!(&message.origin, Origin::Heard(heard)
+        if matches!(heard.source, crate::memory::Source::Lore { retracted: false, .. }))
 }

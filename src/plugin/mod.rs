@@ -29,7 +29,7 @@ use bevy::prelude::*;
 pub use clock::{ClockSource, NpcMemoryClock};
 pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};
-pub use layers::{ChatLogs, ContextMemoryManager, Knower, RollingWindows};
+pub use layers::{ChatLogs, ContextMemoryManager, FactKnower, Knower, RollingWindows};
 #[cfg(feature = "local-llm")]
 pub use local_model::{LocalModelFailed, LocalModelLoaded};
 pub use lore::{AddLore, LoreFile, LoreFileError, LoreFileLoader, NpcLore, RemoveLore, UpdateLore};

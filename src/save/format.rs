@@ -23,7 +23,10 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId};
 ///   of tellers, private player lines), which queued lines are private, and
 ///   run-time lore changes (entries added, updated or removed while the game ran),
 ///   which win over the lore files on load. Older saves have none of these.
-pub const SAVE_FORMAT_VERSION: u32 = 5;
+/// - 6: adds pinned facts another NPC told (source `{"heard": {chain, hops}}`) and
+///   lore passed on as hearsay (source `{"lore": {entry, retracted}}`). Older saves
+///   have only `"game"` and `"model"` facts, which load unchanged.
+pub const SAVE_FORMAT_VERSION: u32 = 6;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.

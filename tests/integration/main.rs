@@ -10,6 +10,7 @@ mod busy_queue;
 mod debug_report;
 mod degradation;
 mod echo7_walkthrough;
+mod fact_gossip;
 mod game_clock;
 mod game_save;
 mod hostile_saves;

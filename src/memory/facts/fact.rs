@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::message::LogIndex;
+use crate::memory::origin::{MAX_CHAIN, Teller};
 
 use super::key::FactKey;
 
@@ -21,14 +22,85 @@ pub enum FactStatus {
     Contradicted,
 }
 
-/// Who set a fact. The game's word wins over the model's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Who set a fact, which decides whose value wins: the game's word beats what the
+/// NPC learned first-hand (the summarizer reading its conversation), which beats
+/// hearsay, and hearsay from fewer tellings away beats hearsay from more
+/// ([`precedence`](Self::precedence)).
+///
+/// Saved as `"game"`, `"model"`, or `{"heard": {..}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FactSource {
     /// Game code, e.g. from quest state.
     Game,
-    /// The summarizer.
+    /// The summarizer, from the NPC's own conversation: first-hand.
     Model,
+    /// Another NPC told it ([`ShareKnowledge`](crate::prelude::ShareKnowledge)
+    /// with `About::Fact`).
+    Heard(Arc<HeardFact>),
+}
+
+impl FactSource {
+    /// Rank of this source: a lower rank wins. The game is `(0, 0)`, first-hand
+    /// `(1, 0)`, hearsay `(2, hops)`.
+    pub fn precedence(&self) -> (u8, u32) {
+        match self {
+            FactSource::Game => (0, 0),
+            FactSource::Model => (1, 0),
+            FactSource::Heard(heard) => (2, heard.hops),
+        }
+    }
+
+    /// Whether a value from this source may replace an active value from `other`:
+    /// when it ranks as high or higher.
+    pub fn outranks_or_equals(&self, other: &FactSource) -> bool {
+        self.precedence() <= other.precedence()
+    }
+
+    /// The hearsay, if another NPC told it.
+    pub fn heard(&self) -> Option<&HeardFact> {
+        match self {
+            FactSource::Heard(heard) => Some(heard),
+            _ => None,
+        }
+    }
+}
+
+/// How an NPC came to know a fact another NPC told it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeardFact {
+    /// Who told it, nearest first: the teller, then whoever told the teller, back
+    /// to the NPC that knew it first-hand (from its conversation or the game).
+    pub chain: Vec<Teller>,
+    /// How many tellings lie between that first NPC and this one (1 for a direct
+    /// tell). Can exceed the chain's length when old links were dropped.
+    pub hops: u32,
+}
+
+impl HeardFact {
+    /// The NPC that told it.
+    pub fn teller(&self) -> Option<&Teller> {
+        self.chain.first()
+    }
+
+    /// Why this hearsay cannot be loaded, if it cannot.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.chain.is_empty() || self.chain.len() > MAX_CHAIN {
+            return Err(format!(
+                "has a chain of {} tellers, not 1 to {MAX_CHAIN}",
+                self.chain.len()
+            ));
+        }
+        if self.hops < self.chain.len() as u32 {
+            return Err(format!(
+                "has {} hops, fewer than its {} tellers",
+                self.hops,
+                self.chain.len()
+            ));
+        }
+        self.chain.iter().try_for_each(Teller::check)
+    }
 }
 
 /// One value of one key, with its status and where it came from.
@@ -101,6 +173,10 @@ pub enum FactChangeKind {
     /// Refused: the game set this key and the model may not change it. A refused
     /// value is kept in history as contradicted.
     OverruledByGame,
+    /// Refused: the active value has a better source (first-hand beats hearsay,
+    /// fewer hops beat more). The refused value is kept in history as
+    /// contradicted, so history keeps every source.
+    Outranked,
     /// Refused: there was no active value to mark.
     NothingToMark,
     /// Refused: the store already holds its maximum of active facts.
@@ -136,6 +212,7 @@ impl fmt::Display for FactChangeKind {
             FactChangeKind::MarkedContradicted => "marked contradicted",
             FactChangeKind::Removed => "removed by the game",
             FactChangeKind::OverruledByGame => "refused: the game set this fact",
+            FactChangeKind::Outranked => "refused: the active value has a better source",
             FactChangeKind::NothingToMark => "refused: no active value to mark",
             FactChangeKind::StoreFull => "refused: too many active facts",
             FactChangeKind::NotAModelKey => "refused: the model may not set this key",

@@ -10,7 +10,9 @@
 //! - [`PinnedFacts::render`] writes the prompt section, values quoted as data.
 //!
 //! The game's word wins: [`PinnedFacts::set_by_game`] replaces anything, and the
-//! model cannot replace or retire a value the game set.
+//! model cannot replace or retire a value the game set. Facts other NPCs tell
+//! ([`PinnedFacts::hear`]) rank below first-hand ones, nearer hearsay above
+//! farther ([`FactSource::precedence`]); a value that loses is kept in history.
 
 mod config;
 mod error;
@@ -26,7 +28,7 @@ mod tests;
 
 pub use config::{FactLimits, FactsConfig};
 pub use error::FactsError;
-pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
+pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus, HeardFact};
 pub use key::{FactCategory, FactKey, FactKeyError};
 pub use store::PinnedFacts;
 

@@ -12,9 +12,10 @@ use crate::memory::tokens::estimate_tokens;
 
 use crate::memory::quote::quote as quoted;
 
-use super::fact::Fact;
+use super::fact::{Fact, HeardFact};
 use super::key::FactKey;
 use super::store::PinnedFacts;
+use crate::memory::origin::quote_name;
 
 /// Opens the block of facts.
 pub const FACTS_OPEN: &str = "<facts>";
@@ -91,8 +92,43 @@ fn section(facts: &[&Fact], language: PromptLanguage) -> String {
     let mut out = format!("{}\n{FACTS_OPEN}\n", facts_header(language));
     for fact in facts {
         // Keys are checked slugs; only values need quoting.
-        let _ = writeln!(out, "{} = {}", fact.key, quoted(&fact.value));
+        let _ = write!(out, "{} = {}", fact.key, quoted(&fact.value));
+        if let Some(heard) = fact.source.heard() {
+            out.push(' ');
+            out.push_str(&told_by(heard, language));
+        }
+        out.push('\n');
     }
     out.push_str(FACTS_CLOSE);
     out
+}
+
+/// "(RUSTY-3 told you, who heard it from ECHO-7)": hearsay says whose word it is,
+/// so the model can say so and weigh it. Names are quoted when they are not plain.
+fn told_by(heard: &HeardFact, language: PromptLanguage) -> String {
+    let teller = heard.teller().map_or("Someone", |t| t.name.as_str());
+    let earlier: Vec<String> = heard
+        .chain
+        .iter()
+        .skip(1)
+        .map(|t| quote_name(&t.name))
+        .collect();
+    match language {
+        PromptLanguage::English if earlier.is_empty() => {
+            format!("({} told you)", quote_name(teller))
+        }
+        PromptLanguage::English => format!(
+            "({} told you, who heard it from {})",
+            quote_name(teller),
+            earlier.join(" via ")
+        ),
+        PromptLanguage::Chinese if earlier.is_empty() => {
+            format!("（{}告诉你的）", quote_name(teller))
+        }
+        PromptLanguage::Chinese => format!(
+            "（{}告诉你的，其消息来自{}）",
+            quote_name(teller),
+            earlier.join("、")
+        ),
+    }
 }

@@ -10,7 +10,7 @@ use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
 use super::super::message::{LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 use super::{LayersMut, Recorded, Turn};
-use crate::memory::{SharedKnowledge, SummaryJob};
+use crate::memory::{LoreHit, SharedKnowledge, SummaryJob};
 
 /// What noting an event or a piece of hearsay did.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +32,9 @@ pub struct Told {
     pub text: Arc<str>,
     /// Who tells it, and where it started.
     pub hearsay: Hearsay,
-    /// The entry in the teller's log it came from.
-    pub from_index: LogIndex,
+    /// The entry in the teller's log it came from; `None` for lore
+    /// ([`tell_lore`](LayersMut::tell_lore)), which no log holds.
+    pub from_index: Option<LogIndex>,
 }
 
 /// Most entries one query-based telling passes on.
@@ -107,7 +108,7 @@ impl LayersMut<'_> {
     /// tell what is in its own log.
     pub fn tell(&self, index: LogIndex, teller: &Teller) -> Option<Told> {
         let message = self.log.get(index)?;
-        if !self.context.features.sharing.allows(&message.origin) {
+        if message.is_retracted() || !self.context.features.sharing.allows(&message.origin) {
             return None;
         }
         let mut asked = None;
@@ -159,8 +160,70 @@ impl LayersMut<'_> {
                 hops,
                 asked,
             },
-            from_index: index,
+            from_index: Some(index),
         })
+    }
+
+    /// Lore entry `hit`, which this NPC (called `teller`) may know, told as
+    /// hearsay: for a listener outside the entry's scope. `now` is when the teller
+    /// tells it; lore has no time of its own. `None` when the persona passes on
+    /// nothing it knows first-hand of the world (`sharing.seen` off): lore counts
+    /// as seen.
+    pub fn tell_lore(&self, hit: &LoreHit, teller: &Teller, now: f64) -> Option<Told> {
+        if !self.context.features.sharing.seen {
+            return None;
+        }
+        Some(Told {
+            text: hit.text.clone(),
+            hearsay: Hearsay {
+                chain: vec![teller.clone()],
+                source: Source::Lore {
+                    entry: hit.id.clone(),
+                    retracted: false,
+                },
+                original_time: now,
+                hops: 1,
+                asked: None,
+            },
+            from_index: None,
+        })
+    }
+
+    /// Retracts every piece of lore this NPC was told that no longer holds:
+    /// `current(id)` is the entry's text now, `None` when it is gone. A retracted
+    /// entry stays in the log (which is append-only) but no prompt, recall hit or
+    /// telling shows its text again. Returns how many entries were retracted.
+    pub fn retract_lore(&mut self, current: impl Fn(&str) -> Option<Arc<str>>) -> usize {
+        let stale: Vec<(LogIndex, Origin)> = self
+            .log
+            .messages()
+            .iter()
+            .filter_map(|message| {
+                let Origin::Heard(heard) = &message.origin else {
+                    return None;
+                };
+                let Source::Lore {
+                    entry,
+                    retracted: false,
+                } = &heard.source
+                else {
+                    return None;
+                };
+                if current(entry).is_some_and(|text| text == message.content) {
+                    return None;
+                }
+                let mut retracted = (**heard).clone();
+                retracted.source = Source::Lore {
+                    entry: entry.clone(),
+                    retracted: true,
+                };
+                Some((message.index, Origin::Heard(Arc::new(retracted))))
+            })
+            .collect();
+        for (index, origin) in &stale {
+            self.log.set_origin(*index, origin.clone());
+        }
+        stale.len()
     }
 
     /// The player line a reply at `index` answered, if it may be passed on.

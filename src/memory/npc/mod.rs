@@ -6,9 +6,11 @@
 //! start, and a finished summary ([`LayersMut::finish_summary`]) rewrites the L3
 //! memory the next prompt is built from.
 
+mod fact_gossip;
 mod knowledge;
 mod summaries;
 
+pub use fact_gossip::ToldFact;
 pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 
 use std::ops::Range;
@@ -304,7 +306,10 @@ impl LayersMut<'_> {
                 .max_messages
                 .max(budget / BUDGET_TOKENS_PER_CANDIDATE);
         }
-        self.context.recall.query(&query, messages, &config)
+        let mut hits = self.context.recall.query(&query, messages, &config);
+        // Lore that changed since it was told is no memory worth a line.
+        hits.retain(|hit| !self.log.get(hit.index).is_some_and(|m| m.is_retracted()));
+        hits
     }
 
     /// Sets a pinned fact as the game's word, which the model cannot override.

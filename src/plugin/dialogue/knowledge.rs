@@ -2,7 +2,7 @@
 //! one NPC tells another, and player lines made private afterwards.
 
 use super::Dialogue;
-use crate::memory::{LogIndex, NpcId, NpcMemory, PersonaPrompt, Teller};
+use crate::memory::{FactChange, LogIndex, NpcId, NpcMemory, PersonaPrompt, Teller};
 use crate::plugin::knowledge::About;
 
 impl Dialogue<'_, '_> {
@@ -20,14 +20,21 @@ impl Dialogue<'_, '_> {
         self.send_summary(npc, noted.summary);
     }
 
-    /// `from` tells `to` what it knows `about`. Returns the entries `to` learned:
-    /// none when `from` does not know it, it is private, or `to` knew it already.
-    pub(crate) fn share(&mut self, from: &NpcId, to: &NpcId, about: &About) -> Vec<LogIndex> {
+    /// `from` tells `to` what it knows `about`. Returns the entries `to` learned
+    /// (none when `from` does not know it, it is private, or `to` knew it already)
+    /// and, for a fact, what it did to `to`'s pinned facts.
+    pub(crate) fn share(
+        &mut self,
+        from: &NpcId,
+        to: &NpcId,
+        about: &About,
+    ) -> (Vec<LogIndex>, Vec<FactChange>) {
         if from == to {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
+        let now = self.clock.now();
         let Some(mut teller_layers) = self.layers.get_mut(from) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let teller = Teller {
             id: from.clone(),
@@ -35,12 +42,35 @@ impl Dialogue<'_, '_> {
         };
         let told = match about {
             About::Entry(index) => teller_layers.tell(*index, &teller).into_iter().collect(),
-            About::Query { text, max } => teller_layers.tell_about(text, *max, &teller),
+            About::Query { text, max } => {
+                let mut told = teller_layers.tell_about(text, *max, &teller);
+                // Lore the teller knows and the listener may not: passed on as
+                // hearsay, the only way it reaches an NPC outside its scope.
+                let limits = crate::memory::LoreLimits {
+                    max_entries: (*max).min(crate::memory::MAX_TOLD_PER_QUERY),
+                    max_tokens: usize::MAX,
+                };
+                for hit in self.lore.query(from, text, &[], &limits) {
+                    if !self.lore.can_see(to, &hit.id) {
+                        told.extend(teller_layers.tell_lore(&hit, &teller, now.seconds));
+                    }
+                }
+                told
+            }
+            About::Fact(key) => {
+                let Some(fact) = teller_layers.tell_fact(key, &teller) else {
+                    return (Vec::new(), Vec::new());
+                };
+                self.ensure_memory(to);
+                let Some(mut layers) = self.layers.get_mut(to) else {
+                    return (Vec::new(), Vec::new());
+                };
+                return (Vec::new(), vec![layers.hear_fact(fact, now)]);
+            }
         };
         if told.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
-        let now = self.clock.now();
         self.ensure_memory(to);
         let mut learned = Vec::new();
         for told in told {
@@ -53,7 +83,7 @@ impl Dialogue<'_, '_> {
                 self.send_summary(to, noted.summary);
             }
         }
-        learned
+        (learned, Vec::new())
     }
 
     /// Makes a player line already said private; returns whether it now is.

@@ -41,6 +41,7 @@ pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
                 // reach that line's reply.
                 take_lore_changes
                     .in_set(NpcMemorySystems::Intake)
+                    .before(super::knowledge::take_knowledge)
                     .before(super::systems::take_requests),
             ),
         );
@@ -76,6 +77,7 @@ fn apply_lore_files(
 /// The game's lore changes, in the order sent.
 fn take_lore_changes(
     mut lore: ResMut<NpcLore>,
+    mut layers: super::layers::Layers,
     mut adds: MessageReader<AddLore>,
     mut updates: MessageReader<UpdateLore>,
     mut removals: MessageReader<RemoveLore>,
@@ -96,5 +98,10 @@ fn take_lore_changes(
         if !lore.remove(id) {
             tracing::warn!("no lore entry {id:?} to remove");
         }
+    }
+    // Lore told as hearsay says what the entry said then; once it says something
+    // else, or is gone, no later prompt may carry the old text.
+    if lore.take_texts_changed() {
+        layers.retract_lore(|id| lore.get(id).map(|entry| entry.text.clone()));
     }
 }

@@ -45,6 +45,9 @@ pub struct NpcLore {
     groups: HashMap<NpcId, Vec<String>>,
     /// Counts changes to `changes`, so saves know when to take them again.
     revision: u64,
+    /// Set when an entry in force got another text or went away, so the lore NPCs
+    /// told each other can be checked against it.
+    texts_changed: bool,
     /// Files loaded for the plugin, kept alive so they stay in the store.
     pub(super) handles: Vec<Handle<LoreFile>>,
 }
@@ -131,6 +134,11 @@ impl NpcLore {
             .map(|m| &*m.content)
             .collect();
         SharedKnowledge::lore(self.query(npc, line, &recent, limits))
+    }
+
+    /// Whether an entry's text changed, or an entry went away, since last asked.
+    pub(crate) fn take_texts_changed(&mut self) -> bool {
+        std::mem::take(&mut self.texts_changed)
     }
 
     pub(crate) fn revision(&self) -> u64 {
@@ -221,6 +229,8 @@ impl NpcLore {
         ids.extend(self.changes.keys().cloned());
         self.revision += 1;
         self.refresh_all(ids);
+        // The loaded logs may hold lore told before files changed on disk.
+        self.texts_changed = true;
     }
 
     fn file_entry(&self, id: &str) -> Option<&LoreEntry> {
@@ -245,6 +255,10 @@ impl NpcLore {
             Some(change) => change.clone(),
             None => self.file_entry(id).cloned(),
         };
+        let old_text = self.store.get(id).map(|old| old.text.clone());
+        if old_text.is_some() && old_text != entry.as_ref().map(|e| e.text.clone()) {
+            self.texts_changed = true;
+        }
         match entry {
             Some(entry) => {
                 if let Err(error) = self.store.insert(entry) {

@@ -11,9 +11,10 @@ use crate::memory::message::LogIndex;
 
 use super::config::FactLimits;
 use super::error::FactsError;
-use super::fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus};
+use super::fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus, HeardFact};
 use super::key::FactKey;
 use super::update::{FactAction, FactUpdate, check_value};
+use crate::memory::origin::MAX_CHAIN;
 
 /// Most evidence indices kept per fact, the newest kept. A fact confirmed in every
 /// summary would otherwise grow without end.
@@ -220,11 +221,18 @@ impl PinnedFacts {
         let kind = match &action {
             _ if !update.key.category().model_may_update() => FactChangeKind::NotAModelKey,
             None => FactChangeKind::InvalidValue,
-            Some(action) => self.decide(&update.key, action),
+            Some(action) => self.decide(&update.key, action, &FactSource::Model),
         };
         let old = self.get(&update.key).map(|fact| fact.value.clone());
         if let Some(action) = &action {
-            self.perform(kind, &update.key, action, &update.evidence, now);
+            self.perform(
+                kind,
+                &update.key,
+                action,
+                &update.evidence,
+                now,
+                &FactSource::Model,
+            );
         }
         FactChange {
             key: update.key.clone(),
@@ -239,8 +247,40 @@ impl PinnedFacts {
         }
     }
 
-    /// What a model update would do to the store as it is.
-    fn decide(&self, key: &FactKey, action: &FactAction) -> FactChangeKind {
+    /// Another NPC told this one that `key` is `value` ([`HeardFact`]). It goes by
+    /// precedence: it becomes the active value when the key has none, or when the
+    /// active one has a source no better than this hearsay (hearsay from as many
+    /// hops or more); otherwise it is refused as
+    /// [`Outranked`](FactChangeKind::Outranked) (or
+    /// [`OverruledByGame`](FactChangeKind::OverruledByGame)) and kept in history.
+    /// The same value again takes the better of the two sources. Any key may be
+    /// heard, custom ones too: the teller's game may have set it.
+    pub fn hear(&mut self, key: FactKey, value: &str, heard: HeardFact, now: f64) -> FactChange {
+        let mut heard = heard;
+        heard.chain.truncate(MAX_CHAIN);
+        let source = FactSource::Heard(Arc::new(heard));
+        let value = check_value(&key, value, self.limits.max_value_chars).ok();
+        let action = value.clone().map(FactAction::Set);
+        let kind = match &action {
+            None => FactChangeKind::InvalidValue,
+            Some(action) => self.decide(&key, action, &source),
+        };
+        let old = self.get(&key).map(|fact| fact.value.clone());
+        if let Some(action) = &action {
+            self.perform(kind, &key, action, &[], now, &source);
+        }
+        FactChange {
+            key,
+            old,
+            new: value,
+            source,
+            kind,
+            evidence: Vec::new(),
+        }
+    }
+
+    /// What a model update or a piece of hearsay would do to the store as it is.
+    fn decide(&self, key: &FactKey, action: &FactAction, source: &FactSource) -> FactChangeKind {
         let active = self.get(key);
         match (action, active) {
             (FactAction::Set(value), Some(active)) if same_value(&active.value, value) => {
@@ -248,6 +288,9 @@ impl PinnedFacts {
             }
             (_, Some(active)) if active.source == FactSource::Game => {
                 FactChangeKind::OverruledByGame
+            }
+            (_, Some(active)) if !source.outranks_or_equals(&active.source) => {
+                FactChangeKind::Outranked
             }
             (FactAction::Set(_), Some(_)) => FactChangeKind::Replaced,
             (FactAction::Set(_), None) if self.len() >= self.limits.max_facts => {
@@ -267,6 +310,7 @@ impl PinnedFacts {
         action: &FactAction,
         evidence: &[LogIndex],
         now: f64,
+        source: &FactSource,
     ) {
         let history_cap = self.limits.history_per_key;
         let value = match action {
@@ -275,14 +319,19 @@ impl PinnedFacts {
         };
         let model_fact = |status| Fact {
             status,
-            ..new_fact(key, value.expect("a set"), evidence, now, FactSource::Model)
+            ..new_fact(key, value.expect("a set"), evidence, now, source.clone())
         };
         match kind {
             FactChangeKind::Confirmed => {
                 let active = self.active_mut(key);
                 merge_evidence(&mut active.evidence, evidence);
+                // Heard again from nearer, or learned first-hand: the better source
+                // is the one that counts from now on.
+                if source.precedence() < active.source.precedence() {
+                    active.source = source.clone();
+                }
             }
-            FactChangeKind::OverruledByGame if value.is_some() => {
+            FactChangeKind::OverruledByGame | FactChangeKind::Outranked if value.is_some() => {
                 let refused = model_fact(FactStatus::Contradicted);
                 record_refused(self.slot(key), refused, history_cap);
             }
@@ -341,12 +390,12 @@ fn retire(slot: &mut Slot, status: FactStatus, now: f64, history_cap: usize) -> 
     Some(value)
 }
 
-/// Keeps a refused model value in history, so the debug panel shows the model
-/// disagreeing with the game. A model repeating the same claim every summary only
-/// grows its evidence instead of filling the history.
+/// Keeps a refused value in history, so the debug panel shows the model
+/// disagreeing with the game, or hearsay that lost to a better source. A source
+/// repeating the same claim only grows its evidence instead of filling the history.
 fn record_refused(slot: &mut Slot, refused: Fact, history_cap: usize) {
     if let Some(last) = slot.history.last_mut().filter(|last| {
-        last.source == FactSource::Model
+        last.source == refused.source
             && last.status == FactStatus::Contradicted
             && same_value(&last.value, &refused.value)
     }) {

@@ -52,6 +52,11 @@ impl PinnedFacts {
                     "fact {key} has no valid time"
                 )));
             }
+            if let Some(heard) = fact.source.heard() {
+                heard.check().map_err(|problem| {
+                    FactsError::InvalidSave(format!("fact {key} was heard, but {problem}"))
+                })?;
+            }
             let slot = store.slots.entry(key.clone()).or_default();
             if fact.status != FactStatus::Active {
                 slot.history.push(fact);

@@ -3,6 +3,7 @@
 
 mod parse;
 mod render;
+mod sources;
 mod store;
 
 use super::*;

@@ -111,7 +111,7 @@ fn a_game_set_replaces_anything_and_outdates_the_old_value() {
     assert_eq!(change.source, FactSource::Game);
     let fact = facts.get(&FactKey::CURRENT_GOAL).unwrap();
     assert_eq!(
-        (&*fact.value, fact.source),
+        (&*fact.value, fact.source.clone()),
         ("Reach the exit", FactSource::Game)
     );
     assert_eq!(
@@ -144,7 +144,10 @@ fn the_model_cannot_override_the_game() {
     assert_eq!(change.kind, FactChangeKind::OverruledByGame);
 
     let fact = facts.get(&FactKey::PLAYER_NAME).unwrap();
-    assert_eq!((&*fact.value, fact.source), ("Alex", FactSource::Game));
+    assert_eq!(
+        (&*fact.value, fact.source.clone()),
+        ("Alex", FactSource::Game)
+    );
     // The refused claim is kept once, as contradicted, for the debug panel.
     let history = facts.history(&FactKey::PLAYER_NAME);
     assert_eq!(history.len(), 1);
@@ -175,7 +178,10 @@ fn a_game_set_of_the_same_value_takes_ownership() {
         .unwrap();
     assert_eq!(change.kind, FactChangeKind::Confirmed);
     let fact = facts.get(&FactKey::PLAYER_NAME).unwrap();
-    assert_eq!((&*fact.value, fact.source), ("Alex", FactSource::Game));
+    assert_eq!(
+        (&*fact.value, fact.source.clone()),
+        ("Alex", FactSource::Game)
+    );
     assert_eq!(fact.evidence, vec![1, 3]);
     let change = &facts.apply_model_updates(&[set("player_name", "Bob", &[4])], 3.0)[0];
     assert_eq!(change.kind, FactChangeKind::OverruledByGame);
