@@ -226,7 +226,7 @@ fn saves_keep_run_time_lore_changes_over_the_files() {
     h.save_to(&path);
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(saved["format_version"], 5);
+    assert_eq!(saved["format_version"], 6);
     assert_eq!(saved["lore"]["removed"][0], "crew_shifts");
 
     let fresh = ScriptedBackend::new();

@@ -30,6 +30,7 @@ mod personas;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;
+mod speakers;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;

@@ -13,8 +13,10 @@ use crate::memory::tokens::estimate_tokens;
 use crate::memory::quote::quote as quoted;
 
 use super::fact::Fact;
+use super::key::FactCategory;
 use super::key::FactKey;
 use super::store::PinnedFacts;
+use crate::memory::SpeakerId;
 
 /// Opens the block of facts.
 pub const FACTS_OPEN: &str = "<facts>";
@@ -51,7 +53,14 @@ impl PinnedFacts {
     /// The section for the system prompt, every active fact in priority order; empty
     /// when no fact is active.
     pub fn render(&self, language: PromptLanguage) -> String {
-        section(&self.active(), language)
+        section(&self.active(), language, &[])
+    }
+
+    /// [`render`](Self::render), saying whose each speaker's name fact
+    /// (`player_name:<id>`) is: the speaker in `speakers` with that id, by the name
+    /// prompts label its lines with (see [`ChatLog::speakers`](crate::memory::ChatLog::speakers)).
+    pub fn render_for_speakers(&self, language: PromptLanguage, speakers: &[SpeakerId]) -> String {
+        section(&self.active(), language, speakers)
     }
 
     /// Estimated tokens of [`render`](Self::render).
@@ -68,7 +77,7 @@ impl PinnedFacts {
         // Re-rendering per drop is quadratic, but over a few dozen short lines, and
         // it measures exactly what is sent.
         loop {
-            let text = section(&facts, language);
+            let text = section(&facts, language, &[]);
             let tokens = estimate_tokens(&text);
             match facts.pop() {
                 Some(last) if tokens > max_tokens => dropped.push(last.key.clone()),
@@ -84,15 +93,38 @@ impl PinnedFacts {
     }
 }
 
-fn section(facts: &[&Fact], language: PromptLanguage) -> String {
+fn section(facts: &[&Fact], language: PromptLanguage, speakers: &[SpeakerId]) -> String {
     if facts.is_empty() {
         return String::new();
     }
     let mut out = format!("{}\n{FACTS_OPEN}\n", facts_header(language));
     for fact in facts {
         // Keys are checked slugs; only values need quoting.
-        let _ = writeln!(out, "{} = {}", fact.key, quoted(&fact.value));
+        let _ = write!(out, "{} = {}", fact.key, quoted(&fact.value));
+        // Names are checked when made and loaded (letters, digits, inner spaces
+        // and - _ . '), so one cannot close the bracket or the line.
+        if let Some(speaker) = whose_name(fact, speakers) {
+            let _ = match language {
+                PromptLanguage::English => {
+                    write!(out, " (name of the speaker shown as [{}])", speaker.name())
+                }
+                PromptLanguage::Chinese => {
+                    write!(out, "（显示为 [{}] 的说话者的名字）", speaker.name())
+                }
+            };
+        }
+        out.push('\n');
     }
     out.push_str(FACTS_CLOSE);
     out
+}
+
+/// The speaker whose name `fact` is, for a `player_name:<id>` fact whose speaker
+/// has a line in the log.
+fn whose_name<'a>(fact: &Fact, speakers: &'a [SpeakerId]) -> Option<&'a SpeakerId> {
+    if fact.key.category() != FactCategory::PlayerName {
+        return None;
+    }
+    let id = fact.key.subkey()?;
+    speakers.iter().find(|s| s.id() == id)
 }
