@@ -326,9 +326,12 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
 }
 
 fn message_tokens(message: &ChatMessage, labels: Option<&str>) -> usize {
-    let label = labels.map_or(0, |player| {
-        estimate_tokens(message.speaker_label(player)) + 1
-    });
+    // Only player lines carry a label (see `to_prompt_labelled`).
+    let label = labels
+        .filter(|_| message.role == Role::User)
+        .map_or(0, |player| {
+            estimate_tokens(message.speaker_label(player)) + 1
+        });
     MESSAGE_OVERHEAD_TOKENS + estimate_tokens(&message.content) + label
 }
 

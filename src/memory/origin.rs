@@ -245,7 +245,7 @@ impl ChatMessage {
     }
 
     /// `[Name]: text`, the text on one line.
-    pub(crate) fn labelled_line(&self, player_label: &str) -> String {
+    fn labelled_line(&self, player_label: &str) -> String {
         let name = self.speaker_label(player_label);
         let mut line = String::with_capacity(name.len() + self.content.len() + 4);
         line.push('[');
