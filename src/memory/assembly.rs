@@ -187,7 +187,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let persona_tokens = estimate_tokens(&persona_text) + MESSAGE_OVERHEAD_TOKENS;
     let facts = input.facts.filter(|f| !f.is_empty());
     let facts_tokens = facts.as_deref().map_or(0, |f| estimate_tokens(f) + 1);
-    let uncovered_tokens: usize = uncovered.iter().map(|m| message_tokens(m)).sum();
+    let uncovered_tokens: usize = uncovered.iter().map(&message_tokens).sum();
     let required = persona_tokens + facts_tokens + uncovered_tokens;
 
     // Newest first: under a budget the most recent covered turns and summaries
