@@ -147,7 +147,7 @@ pub mod prelude {
     pub use crate::debug::NpcMemoryDebugPlugin;
     pub use crate::memory::{
         DateFormat, FactKey, LoreEntry, LoreScope, MemoryConfig, MemoryFeatures, NpcId,
-        PromptLanguage, Role,
+        PromptLanguage, Role, SpeakerId,
     };
     // Lore shared by NPCs: files, the store resource, and run-time changes.
     pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};

@@ -180,6 +180,7 @@ fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> Stri
                 index: i as LogIndex,
                 timestamp: i as f64 * 5.0,
                 origin: Default::default(),
+                speaker: None,
             }
         })
         .collect();

@@ -19,7 +19,8 @@ const STATEMENT_CHARS: usize = 160;
 ///   memory holds, so memory can be watched working offline.
 /// - Its **summaries** are an extractive digest: the player's own statements, merged
 ///   with the previous digest, oldest dropped first (but never the very first) once
-///   the digest would exceed `max_summary_chars`. Compactions merge the segments'
+///   the digest would exceed `max_summary_chars`. A statement of a speaker other
+///   than the default player is written `[Name]: text`. Compactions merge the segments'
 ///   digests the same way. When fact updates are asked for, it answers with the
 ///   JSON object and the few facts simple patterns find ("my name is …").
 #[derive(Clone, Debug)]
@@ -96,7 +97,13 @@ impl OfflineBackend {
             .map(|rest| rest.split(STATEMENT_SEPARATOR).map(Arc::from).collect())
             .unwrap_or_default();
         for message in input.transcript.iter().filter(|m| m.role == Role::User) {
-            let statement: Arc<str> = shorten(&message.content, STATEMENT_CHARS).into();
+            let mut statement = shorten(&message.content, STATEMENT_CHARS);
+            // The digest is the player's words; another speaker's carry its name,
+            // so co-op players and NPCs are never merged into the player.
+            if let Some(speaker) = message.speaker.as_ref().filter(|s| !s.is_player()) {
+                statement = format!("[{}]: {statement}", speaker.name());
+            }
+            let statement: Arc<str> = statement.into();
             if !statement.is_empty() && !statements.contains(&statement) {
                 statements.push(statement);
             }
@@ -178,6 +185,7 @@ mod tests {
             index,
             timestamp: 0.0,
             origin: Default::default(),
+            speaker: None,
         }
     }
 

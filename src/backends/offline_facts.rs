@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::memory::{Role, SummaryInput, strip_prefix_ignoring_case};
+use crate::memory::{FactKey, Role, SpeakerId, SummaryInput, strip_prefix_ignoring_case};
 
 /// Patterns that introduce the player's name, then those that introduce a goal.
 const NAME_CUES: &[&str] = &["my name is ", "call me ", "我叫", "我的名字是"];
@@ -19,11 +19,17 @@ const GOAL_CUES: &[&str] = &[
 ];
 
 /// The summary JSON object: the digest plus the facts found in the player's lines.
+/// A name goes under the key of whoever said it (`player_name`, or
+/// `player_name:<id>` for another speaker).
 pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String {
     let mut facts: Vec<Value> = Vec::new();
     for message in input.transcript.iter().filter(|m| m.role == Role::User) {
         if let Some(name) = after_cue(&message.content, NAME_CUES).and_then(first_word) {
-            facts.push(json!({"key": "player_name", "value": name, "evidence": [message.index]}));
+            let key = message
+                .speaker
+                .as_ref()
+                .map_or(FactKey::PLAYER_NAME, SpeakerId::fact_key);
+            facts.push(json!({"key": key.as_str(), "value": name, "evidence": [message.index]}));
         }
         if let Some(goal) = after_cue(&message.content, GOAL_CUES).map(first_clause) {
             if !goal.is_empty() {
@@ -83,6 +89,7 @@ mod tests {
                     index: 10 + i as u64,
                     timestamp: 0.0,
                     origin: Default::default(),
+                    speaker: None,
                 })
                 .collect(),
             player_name: "Player".into(),
@@ -109,6 +116,17 @@ mod tests {
         assert_eq!(value["facts"][0]["evidence"][0], 10);
         assert_eq!(value["facts"][1]["value"], "fix the power system");
         assert_eq!(value["facts"][1]["evidence"][0], 11);
+    }
+
+    #[test]
+    fn a_name_goes_under_the_key_of_whoever_said_it() {
+        let mut request = input(&["my name is Alex", "my name is Bob"]);
+        request.transcript[1].speaker = Some(SpeakerId::new("p2", "Player Two").unwrap());
+        let value: Value = serde_json::from_str(&summary_with_facts("d".into(), &request)).unwrap();
+        assert_eq!(value["facts"][0]["key"], "player_name");
+        assert_eq!(value["facts"][0]["value"], "Alex");
+        assert_eq!(value["facts"][1]["key"], "player_name:p2");
+        assert_eq!(value["facts"][1]["value"], "Bob");
     }
 
     #[test]

@@ -388,6 +388,18 @@ pub(super) fn message(ui: &mut egui::Ui, row: &MessageRow) {
         (_, Role::User) => "player",
         (_, Role::Assistant) => "npc",
     };
+    // Co-op players and NPC speakers by name; the single player stays "player".
+    let who = match &row.speaker {
+        Some(speaker) if row.role == Role::User => {
+            format!(
+                "{} ({}){}",
+                speaker.name(),
+                speaker.id(),
+                &who["player".len()..]
+            )
+        }
+        _ => who.to_owned(),
+    };
     let index = row.index.map_or(String::new(), |i| format!("#{i} "));
     let marker = if row.unsummarized {
         " ● unsummarized"

@@ -31,6 +31,8 @@ pub struct MessageRow {
     /// Where it came from: the conversation, an event the NPC saw, something it
     /// heard (the text then says from whom), or a private line.
     pub origin: crate::memory::Origin,
+    /// Who said a player line, when it was not the default player.
+    pub speaker: Option<crate::memory::SpeakerId>,
 }
 
 /// One summary in the history.
@@ -200,8 +202,10 @@ impl NpcMemoryReport {
         let context = contexts.get(npc)?;
         let covered = context.covered_until();
         let dates = context.date_format();
+        // Labelled as the prompt labels them, so the rows show what is sent.
+        let labels = crate::memory::player_label_if_mixed(log, &context.persona);
         let row = |m: &crate::memory::ChatMessage| {
-            let shown = m.to_prompt_with(dates);
+            let shown = m.to_prompt_labelled(dates, labels);
             MessageRow {
                 index: Some(m.index),
                 role: m.role,
@@ -210,6 +214,7 @@ impl NpcMemoryReport {
                 timestamp: m.timestamp,
                 unsummarized: m.index >= covered,
                 origin: m.origin.clone(),
+                speaker: m.speaker.clone(),
             }
         };
         // The system prompt as the next reply would send it; the window as it stands.
@@ -217,7 +222,12 @@ impl NpcMemoryReport {
             .messages
             .swap_remove(0);
         let mut sent = vec![system.clone()];
-        sent.extend(window.messages(log).iter().map(|m| m.to_prompt_with(dates)));
+        sent.extend(
+            window
+                .messages(log)
+                .iter()
+                .map(|m| m.to_prompt_labelled(dates, labels)),
+        );
         let mut window_rows = vec![MessageRow {
             index: None,
             role: Role::System,
@@ -226,6 +236,7 @@ impl NpcMemoryReport {
             timestamp: 0.0,
             unsummarized: false,
             origin: Default::default(),
+            speaker: None,
         }];
         window_rows.extend(window.messages(log).iter().map(row));
         Some(Self {

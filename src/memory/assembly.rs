@@ -176,6 +176,8 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .position(|m| m.index >= input.covered_until)
         .unwrap_or(window.len());
     let (covered, uncovered) = window.split_at(split);
+    let labels = player_label_if_mixed(input.log, input.persona);
+    let message_tokens = |m: &ChatMessage| message_tokens(m, labels);
 
     // In basic mode the summary is part of the persona's text, after its label.
     let persona_text = match input.summaries {
@@ -185,7 +187,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let persona_tokens = estimate_tokens(&persona_text) + MESSAGE_OVERHEAD_TOKENS;
     let facts = input.facts.filter(|f| !f.is_empty());
     let facts_tokens = facts.as_deref().map_or(0, |f| estimate_tokens(f) + 1);
-    let uncovered_tokens: usize = uncovered.iter().map(message_tokens).sum();
+    let uncovered_tokens: usize = uncovered.iter().map(&message_tokens).sum();
     let required = persona_tokens + facts_tokens + uncovered_tokens;
 
     // Newest first: under a budget the most recent covered turns and summaries
@@ -251,7 +253,11 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let sent_window = &window[window_start..];
     let mut messages = Vec::with_capacity(1 + sent_window.len());
     messages.push(PromptMessage::new(Role::System, system));
-    messages.extend(sent_window.iter().map(|m| m.to_prompt_with(input.dates)));
+    messages.extend(
+        sent_window
+            .iter()
+            .map(|m| m.to_prompt_labelled(input.dates, labels)),
+    );
 
     let mut sections = vec![
         SectionReport {
@@ -319,8 +325,28 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     }
 }
 
-fn message_tokens(message: &ChatMessage) -> usize {
-    MESSAGE_OVERHEAD_TOKENS + estimate_tokens(&message.content)
+fn message_tokens(message: &ChatMessage, labels: Option<&str>) -> usize {
+    // Only player lines carry a label (see `to_prompt_labelled`).
+    let label = labels
+        .filter(|_| message.role == Role::User)
+        .map_or(0, |player| {
+            estimate_tokens(message.speaker_label(player)) + 1
+        });
+    MESSAGE_OVERHEAD_TOKENS + estimate_tokens(&message.content) + label
+}
+
+/// The persona's player label when the NPC has heard from a speaker other than
+/// the default player, `None` otherwise. Once a second voice is in the log, every
+/// player line in the window is labelled, the default player's too: an unlabelled
+/// line among labelled ones would leave the model to guess whose it is. A
+/// single-player conversation is never labelled, so its prompts are exactly as
+/// before speakers existed. Asked of the whole log, not the window, so a line's
+/// label does not change as the window slides.
+pub(crate) fn player_label_if_mixed<'a>(
+    log: &ChatLog,
+    persona: &'a PersonaPrompt,
+) -> Option<&'a str> {
+    (!log.speakers().is_empty()).then_some(persona.style.player_name.as_str())
 }
 
 /// How many items of each flexible section fit: first each within its share, then
@@ -491,7 +517,7 @@ fn recalled_line(message: &ChatMessage, persona: &PersonaPrompt, dates: &DateFor
         return format!("- {}", message.note(dates));
     }
     let (speaker, text) = message.transcript_parts(&persona.style.player_name, &persona.name);
-    format!("- {}: {}", quote(speaker), quote(&text))
+    format!("- {}: {}", quote(&speaker), quote(&text))
 }
 
 /// Section headings. Each says the block is data, not instructions.
@@ -559,10 +585,11 @@ pub(crate) fn basic_prompt(
     system: Arc<str>,
     window: &[ChatMessage],
     dates: &DateFormat,
+    labels: Option<&str>,
 ) -> Vec<PromptMessage> {
     let mut messages = Vec::with_capacity(1 + window.len());
     messages.push(PromptMessage::new(Role::System, system));
-    messages.extend(window.iter().map(|m| m.to_prompt_with(dates)));
+    messages.extend(window.iter().map(|m| m.to_prompt_labelled(dates, labels)));
     messages
 }
 

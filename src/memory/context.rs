@@ -257,11 +257,11 @@ impl ContextMemory {
         self.in_flight.as_ref().map(|job| job.covered.clone())
     }
 
-    pub(crate) fn facts_section(&self) -> Option<String> {
-        self.features
-            .facts
-            .enabled
-            .then(|| self.facts.render(self.persona.style.language))
+    pub(crate) fn facts_section(&self, speakers: &[super::speaker::SpeakerId]) -> Option<String> {
+        self.features.facts.enabled.then(|| {
+            self.facts
+                .render_for_speakers(self.persona.style.language, speakers)
+        })
     }
 
     pub(crate) fn summary_source(&self) -> SummarySource<'_> {

@@ -195,6 +195,7 @@ mod tests {
                 index: i,
                 timestamp: i as f64,
                 origin: Default::default(),
+                speaker: None,
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use super::origin::Origin;
+use super::speaker::SpeakerId;
 
 /// Who spoke a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,9 +56,23 @@ pub struct ChatMessage {
     /// or something it was told.
     #[serde(default, skip_serializing_if = "Origin::is_said")]
     pub origin: Origin,
+    /// Who said a player line, when it was not the default player (a co-op player
+    /// or another NPC). `None` for the default player and for every other entry,
+    /// so single-player logs and saves are exactly as before speakers existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<SpeakerId>,
 }
 
 impl ChatMessage {
+    /// Who said it, as prompts and transcripts name them: the speaker's display
+    /// name, or `player_label` for the default player. Only meaningful for player
+    /// lines.
+    pub fn speaker_label<'a>(&'a self, player_label: &'a str) -> &'a str {
+        self.speaker
+            .as_ref()
+            .map_or(player_label, |s| s.label(player_label))
+    }
+
     /// The message as a model sees it.
     pub fn to_prompt(&self) -> PromptMessage {
         PromptMessage {

@@ -27,6 +27,7 @@ mod parts;
 mod persona;
 mod quote;
 mod segments;
+mod speaker;
 mod summary;
 mod text;
 mod tokens;
@@ -37,6 +38,8 @@ mod window;
 mod knowledge_tests;
 #[cfg(test)]
 mod layered_tests;
+#[cfg(test)]
+mod speaker_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -72,6 +75,7 @@ pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
+pub use speaker::{MAX_SPEAKER_ID_CHARS, MAX_SPEAKER_NAME_CHARS, SpeakerError, SpeakerId};
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
 pub use tokens::{estimate_prompt_tokens, estimate_tokens};
 pub use validation::{
@@ -80,4 +84,5 @@ pub use validation::{
 };
 pub use window::RollingWindow;
 
+pub(crate) use assembly::player_label_if_mixed;
 pub(crate) use text::{shorten_to_chars, strip_prefix_ignoring_case};

@@ -3,6 +3,7 @@
 //! conversation are data about the world, and prompts always show them quoted, with
 //! their time and source, so none can pose as the player or the NPC.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::clock::DateFormat;
 use super::message::{ChatMessage, NpcId, Role};
 use super::quote::quote;
+use super::text::push_one_line;
 
 /// Where an entry of the log came from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -264,24 +266,61 @@ impl ChatMessage {
 }
 
 impl ChatMessage {
+    /// The entry as its own message in a prompt, where `player_label` is set when
+    /// the NPC has heard from more than one speaker: then every player line is
+    /// labelled `[Name]: text`, on one line, so the model can tell the speakers
+    /// apart and no line can forge another speaker's label at a line start. Names
+    /// are checked (see [`SpeakerId`](super::SpeakerId)), so they cannot close the
+    /// label. With no `player_label`, exactly [`to_prompt_with`](Self::to_prompt_with).
+    pub(crate) fn to_prompt_labelled(
+        &self,
+        dates: &DateFormat,
+        player_label: Option<&str>,
+    ) -> super::message::PromptMessage {
+        match (player_label, &self.origin, self.role) {
+            (Some(player), Origin::Said | Origin::SaidPrivately, Role::User) => {
+                super::message::PromptMessage::new(Role::User, self.labelled_line(player))
+            }
+            _ => self.to_prompt_with(dates),
+        }
+    }
+
+    /// `[Name]: text`, the text on one line.
+    fn labelled_line(&self, player_label: &str) -> String {
+        let name = self.speaker_label(player_label);
+        let mut line = String::with_capacity(name.len() + self.content.len() + 4);
+        line.push('[');
+        line.push_str(name);
+        line.push_str("]: ");
+        push_one_line(&mut line, &self.content);
+        line
+    }
+
     /// Who the summarizer should read as the speaker of this entry, and its text:
     /// the player or the NPC for conversation lines, a note for anything else.
+    /// A speaker other than the default player is named with its id too,
+    /// `Bob (p2)`, so the summarizer can file the name it gives under
+    /// `player_name:p2` and never take a co-op player for the NPC.
     pub(crate) fn transcript_parts<'a>(
         &'a self,
         player_name: &'a str,
         npc_name: &'a str,
-    ) -> (&'a str, std::borrow::Cow<'a, str>) {
+    ) -> (Cow<'a, str>, Cow<'a, str>) {
         match (&self.origin, self.role) {
             (Origin::Said | Origin::SaidPrivately, Role::User) => {
-                (player_name, self.content.as_ref().into())
+                let speaker = match &self.speaker {
+                    Some(s) if !s.is_player() => format!("{} ({})", s.name(), s.id()).into(),
+                    _ => player_name.into(),
+                };
+                (speaker, self.content.as_ref().into())
             }
             (Origin::Said | Origin::SaidPrivately, Role::Assistant) => {
-                (npc_name, self.content.as_ref().into())
+                (npc_name.into(), self.content.as_ref().into())
             }
             (Origin::Said | Origin::SaidPrivately, Role::System) => {
-                ("System", self.content.as_ref().into())
+                ("System".into(), self.content.as_ref().into())
             }
-            _ => ("Note", self.note(&DateFormat::default()).into()),
+            _ => ("Note".into(), self.note(&DateFormat::default()).into()),
         }
     }
 }
@@ -346,6 +385,7 @@ mod tests {
             index: 0,
             timestamp: 2.0 * 86_400.0 + 10.0 * 3600.0,
             origin,
+            speaker: None,
         }
     }
 

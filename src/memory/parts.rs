@@ -95,6 +95,7 @@ impl MemoryParts {
                 message.content,
                 message.timestamp,
                 message.origin,
+                message.speaker,
             );
         }
         memory.log = log;

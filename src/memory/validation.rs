@@ -224,6 +224,19 @@ impl MemoryParts {
             if let Err(problem) = message.origin.check(message.role) {
                 return Err(invalid(format!("{}.origin", field()), problem));
             }
+            // The id and name were checked as they were read; only player lines
+            // have a speaker.
+            let player_line = message.role == super::message::Role::User
+                && matches!(
+                    message.origin,
+                    super::origin::Origin::Said | super::origin::Origin::SaidPrivately
+                );
+            if message.speaker.is_some() && !player_line {
+                return Err(invalid(
+                    format!("{}.speaker", field()),
+                    "is set on an entry that is not a player line",
+                ));
+            }
             if !message.timestamp.is_finite() {
                 return Err(invalid(
                     format!("{}.timestamp", field()),

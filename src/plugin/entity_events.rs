@@ -16,6 +16,7 @@ use super::messages::{
     InterruptNpc, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcReplyStarted, TalkToNpc,
 };
 use super::persona::Npc;
+use crate::memory::SpeakerId;
 
 macro_rules! npc_entity_event {
     ($(#[$doc:meta])* $name:ident, $message:ty) => {
@@ -121,6 +122,9 @@ pub struct TalkTo {
     /// The line is never passed on to another NPC (see [`TalkToNpc::privately`]).
     #[reflect(default)]
     pub private: bool,
+    /// Who says it (see [`TalkToNpc::from_speaker`]).
+    #[reflect(default)]
+    pub speaker: SpeakerId,
 }
 
 impl TalkTo {
@@ -130,7 +134,15 @@ impl TalkTo {
             entity,
             text: text.into(),
             private: false,
+            speaker: SpeakerId::player(),
         }
+    }
+
+    /// Someone other than the game's single player says it: a co-op player or
+    /// another NPC (see [`TalkToNpc::from_speaker`]).
+    pub fn from_speaker(mut self, speaker: SpeakerId) -> Self {
+        self.speaker = speaker;
+        self
     }
 
     /// The player asks the NPC to keep this line to itself.
@@ -182,7 +194,8 @@ pub(crate) fn on_talk_to(
 ) {
     match npcs.get(talk.entity) {
         Ok(npc) => {
-            let mut line = TalkToNpc::new(npc.id.clone(), talk.text.clone());
+            let mut line = TalkToNpc::new(npc.id.clone(), talk.text.clone())
+                .from_speaker(talk.speaker.clone());
             line.private = talk.private;
             messages.write(line);
         }

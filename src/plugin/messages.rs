@@ -10,7 +10,7 @@ use bevy::prelude::*;
 use super::turn::TurnId;
 use crate::backends::{BackendError, ChatBackend};
 use crate::memory::{
-    Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SummaryTrigger,
+    Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SpeakerId, SummaryTrigger,
 };
 
 /// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`,
@@ -52,6 +52,10 @@ pub struct TalkToNpc {
     /// never passed on to another NPC (see [`ShareKnowledge`](crate::prelude::ShareKnowledge)).
     #[reflect(default)]
     pub private: bool,
+    /// Who says it: the game's single player unless set (see
+    /// [`from_speaker`](Self::from_speaker)).
+    #[reflect(default)]
+    pub speaker: SpeakerId,
 }
 
 impl TalkToNpc {
@@ -61,7 +65,27 @@ impl TalkToNpc {
             npc: npc.into(),
             text: text.into(),
             private: false,
+            speaker: SpeakerId::player(),
         }
+    }
+
+    /// Someone other than the game's single player says it: a co-op player, or
+    /// another NPC ([`SpeakerId::npc`]), so NPC B's line to NPC A is a
+    /// `TalkToNpc` to A from B. The log keeps the speaker (also while the line
+    /// waits, and across saves), prompts label the line with its name, and a name
+    /// the speaker gives is a fact of its own (`player_name:<id>`).
+    ///
+    /// ```
+    /// # use bevy::prelude::*;
+    /// # use bevy_npc_memory::prelude::*;
+    /// fn co_op(mut talk: MessageWriter<TalkToNpc>) {
+    ///     let bob = SpeakerId::new("p2", "Bob").expect("a plain name");
+    ///     talk.write(TalkToNpc::new("echo7", "Where is the generator?").from_speaker(bob));
+    /// }
+    /// ```
+    pub fn from_speaker(mut self, speaker: SpeakerId) -> Self {
+        self.speaker = speaker;
+        self
     }
 
     /// The player asks the NPC to keep this line to itself ("don't tell anyone,

@@ -10,6 +10,7 @@ use super::messages::{
     SummarizeNow, SwitchBackend, TalkToNpc,
 };
 use super::persona::Persona;
+use crate::save::WaitingLine;
 
 /// Personas that were spawned, loaded, edited or failed reach their NPCs.
 pub(crate) fn apply_personas(
@@ -80,7 +81,14 @@ pub(crate) fn take_requests(
         dialogue.interrupt(&request.npc, request.clear_queue);
     }
     for line in talk.read() {
-        dialogue.say(&line.npc, line.text.clone(), line.private);
+        dialogue.say(
+            &line.npc,
+            WaitingLine {
+                text: line.text.clone(),
+                private: line.private,
+                speaker: line.speaker.clone(),
+            },
+        );
     }
     for request in summarize.read() {
         dialogue.summarize_now(&request.npc);

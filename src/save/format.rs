@@ -7,7 +7,7 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use super::error::{LoadError, SaveError};
-use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId};
+use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.
@@ -23,9 +23,12 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId};
 ///   of tellers, private player lines), which queued lines are private, and
 ///   run-time lore changes (entries added, updated or removed while the game ran),
 ///   which win over the lore files on load. Older saves have none of these.
-/// - 6: adds pinned facts another NPC told (source `{"heard": {chain, hops}}`) and
-///   lore passed on as hearsay (source `{"lore": {entry, retracted}}`). Older saves
-///   have only `"game"` and `"model"` facts, which load unchanged.
+/// - 6: adds who said each player line and each queued line, when it was not the
+///   default player (co-op players, NPC-to-NPC lines); pinned facts another NPC
+///   told (source `{"heard": {chain, hops}}`); and lore passed on as hearsay
+///   (source `{"lore": {entry, retracted}}`). Older saves have none of these and
+///   load unchanged; the number changed so that a build that only knows 5 refuses
+///   such a save instead of silently misreading it.
 pub const SAVE_FORMAT_VERSION: u32 = 6;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
@@ -74,6 +77,32 @@ pub struct NpcSave {
     /// load never makes a secret shareable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub private_queued: Vec<u32>,
+    /// Positions in `queued` of the lines said by a speaker other than the default
+    /// player, with that speaker. Formats before 6 had none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued_speakers: Vec<(u32, SpeakerId)>,
+}
+
+/// A player line waiting for its NPC, as a save keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingLine {
+    /// What was said.
+    pub text: String,
+    /// The player asked the NPC to keep it to itself.
+    pub private: bool,
+    /// Who said it.
+    pub speaker: SpeakerId,
+}
+
+impl WaitingLine {
+    /// A line from the default player, not private.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            private: false,
+            speaker: SpeakerId::player(),
+        }
+    }
 }
 
 /// Most queued player lines one NPC may carry in a save. The plugin queues a few
@@ -88,25 +117,62 @@ impl NpcSave {
             memory,
             queued: Vec::new(),
             private_queued: Vec::new(),
+            queued_speakers: Vec::new(),
         }
     }
 
-    /// Sets the waiting lines, each with whether it is private.
-    pub fn with_queued(mut self, lines: Vec<(String, bool)>) -> Self {
+    /// Sets the waiting lines, each with whether it is private, all from the
+    /// default player.
+    pub fn with_queued(self, lines: Vec<(String, bool)>) -> Self {
+        self.with_waiting(
+            lines
+                .into_iter()
+                .map(|(text, private)| WaitingLine {
+                    private,
+                    ..WaitingLine::new(text)
+                })
+                .collect(),
+        )
+    }
+
+    /// Sets the waiting lines, each with whether it is private and who said it.
+    pub fn with_waiting(mut self, lines: Vec<WaitingLine>) -> Self {
         self.private_queued = (0u32..)
             .zip(&lines)
-            .filter(|(_, (_, private))| *private)
+            .filter(|(_, line)| line.private)
             .map(|(position, _)| position)
             .collect();
-        self.queued = lines.into_iter().map(|(text, _)| text).collect();
+        self.queued_speakers = (0u32..)
+            .zip(&lines)
+            .filter(|(_, line)| !line.speaker.is_player())
+            .map(|(position, line)| (position, line.speaker.clone()))
+            .collect();
+        self.queued = lines.into_iter().map(|line| line.text).collect();
         self
     }
 
-    /// The waiting lines, each with whether it is private.
+    /// The waiting lines, each with whether it is private (who said them is in
+    /// [`waiting_lines`](Self::waiting_lines)).
     pub fn queued_lines(&self) -> Vec<(String, bool)> {
+        self.waiting_lines()
+            .into_iter()
+            .map(|line| (line.text, line.private))
+            .collect()
+    }
+
+    /// The waiting lines, each with whether it is private and who said it.
+    pub fn waiting_lines(&self) -> Vec<WaitingLine> {
         (0u32..)
             .zip(&self.queued)
-            .map(|(position, text)| (text.clone(), self.private_queued.contains(&position)))
+            .map(|(position, text)| WaitingLine {
+                text: text.clone(),
+                private: self.private_queued.contains(&position),
+                speaker: self
+                    .queued_speakers
+                    .iter()
+                    .find(|(p, _)| *p == position)
+                    .map_or_else(SpeakerId::player, |(_, speaker)| speaker.clone()),
+            })
             .collect()
     }
 }
@@ -265,6 +331,23 @@ impl SaveGame {
                     npc: npc.id.clone(),
                     invalid: InvalidField {
                         field: "private_queued".into(),
+                        problem: format!(
+                            "points at line {position} of {} queued lines",
+                            npc.queued.len()
+                        ),
+                    },
+                });
+            }
+            // Each speaker's id and name were checked as they were read.
+            if let Some((position, _)) = npc
+                .queued_speakers
+                .iter()
+                .find(|(p, _)| *p as usize >= npc.queued.len())
+            {
+                return Err(LoadError::Invalid {
+                    npc: npc.id.clone(),
+                    invalid: InvalidField {
+                        field: "queued_speakers".into(),
                         problem: format!(
                             "points at line {position} of {} queued lines",
                             npc.queued.len()

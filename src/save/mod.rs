@@ -16,6 +16,7 @@ pub use file::backup_path;
 pub(crate) use file::{read_bounded, with_path_lock};
 pub use format::{
     MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
+    WaitingLine,
 };
 pub use slot::UnusableSave;
 pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};

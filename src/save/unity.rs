@@ -90,6 +90,7 @@ pub fn import_unity_save(
             index: log.len() as u64,
             timestamp: 0.0,
             origin: Default::default(),
+            speaker: None,
         });
     }
     let len = log.len() as u64;

@@ -32,6 +32,7 @@ mod personas;
 mod real_server;
 mod reflection;
 mod shift_change;
+mod speakers;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;

@@ -221,3 +221,18 @@ fn lore_is_changed_by_reflection() {
         .expect("LoreFile is registered");
     assert!(file.data::<bevy::asset::ReflectAsset>().is_some());
 }
+
+#[test]
+fn a_line_with_its_speaker_can_be_written_by_reflection() {
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn("echo7", crate::support::persona("ECHO-7"));
+    write_by_reflection(
+        &mut h,
+        "bevy_npc_memory::TalkToNpc",
+        r#"(npc: "echo7", text: "Bob here.", speaker: (id: "p2", name: "Bob"))"#,
+    );
+    h.wait_for_replies(1);
+    let logs = h.app.world().resource::<ChatLogs>();
+    let line = &logs.get(&NpcId::new("echo7")).unwrap().messages()[0];
+    assert_eq!(line.speaker, Some(SpeakerId::new("p2", "Bob").unwrap()));
+}

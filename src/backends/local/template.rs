@@ -78,7 +78,13 @@ fn player_lines(input: &SummaryInput) -> Vec<String> {
         .transcript
         .iter()
         .filter(|m| m.role == Role::User)
-        .map(|m| format!("{}: {}", input.player_name, m.content.trim()))
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m.speaker_label(&input.player_name),
+                m.content.trim()
+            )
+        })
         .collect()
 }
 
@@ -395,6 +401,7 @@ mod tests {
             index,
             timestamp: 0.0,
             origin: Default::default(),
+            speaker: None,
         }
     }
 

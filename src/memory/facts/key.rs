@@ -41,8 +41,9 @@ pub const MAX_KEY_LEN: usize = 48;
 ///
 /// A key is lowercase ASCII letters, digits and `_`, with at most one `:` that splits
 /// a category from a subkey, and at most 48 characters. The five
-/// categories the summarizer may use have a fixed shape: `player_name` and
-/// `current_goal` hold one value and take no subkey; `constraint`, `preference` and
+/// categories the summarizer may use have a fixed shape: `current_goal` holds one
+/// value and takes no subkey; `player_name` is the default player's name, and
+/// `player_name:<speaker id>` another speaker's; `constraint`, `preference` and
 /// `promise` hold one value per subkey and need one. Any other valid key is
 /// [`FactCategory::Custom`], which only the game may set.
 ///
@@ -78,6 +79,16 @@ impl FactKey {
     /// `promise:<subkey>`: something the player or the NPC promised to do.
     pub fn promise(subkey: &str) -> Result<Self, FactKeyError> {
         Self::in_category(FactCategory::Promise, subkey)
+    }
+
+    /// `player_name:<speaker id>`: the name a speaker other than the default
+    /// player gave (see [`SpeakerId::fact_key`](crate::memory::SpeakerId::fact_key)),
+    /// so co-op players' names never overwrite each other. The id is checked by
+    /// [`SpeakerId`](crate::memory::SpeakerId), so the key is always valid.
+    pub(crate) fn player_name_of(speaker_id: &str) -> Self {
+        let key = format!("{}:{speaker_id}", FactCategory::PlayerName.name());
+        debug_assert!(check(&key).is_ok(), "{key}");
+        Self(Cow::Owned(key))
     }
 
     fn in_category(category: FactCategory, subkey: &str) -> Result<Self, FactKeyError> {
@@ -124,10 +135,13 @@ fn check(key: &str) -> Result<(), FactKeyError> {
     if head.is_empty() || subkey.is_some_and(|s| s.is_empty() || s.contains(':')) {
         return Err(FactKeyError::BadColon);
     }
-    // A well-known category name must be used in its own shape, or `player_name:x`
-    // would be a second, unrendered player name.
+    // A well-known category name must be used in its own shape, or `current_goal:x`
+    // would be a second goal. `player_name:x` is the name of speaker `x`, one per
+    // speaker, rendered with whose it is.
     match (FactCategory::from_name(head), subkey) {
-        (Some(category), Some(_)) if !category.is_multi_valued() => {
+        (Some(category), Some(_))
+            if !category.is_multi_valued() && category != FactCategory::PlayerName =>
+        {
             Err(FactKeyError::SubkeyNotAllowed(category))
         }
         (Some(category), None) if category.is_multi_valued() => {
@@ -177,7 +191,8 @@ impl<'de> Deserialize<'de> for FactKey {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FactCategory {
-    /// `player_name`.
+    /// `player_name`, or `player_name:<speaker id>` for a speaker other than the
+    /// default player.
     PlayerName,
     /// `constraint:<subkey>`.
     Constraint,
@@ -254,6 +269,10 @@ mod tests {
             FactCategory::Preference
         );
         assert_eq!(FactKey::new("player_name").unwrap(), FactKey::PLAYER_NAME);
+        let bobs = FactKey::new("player_name:p2").unwrap();
+        assert_eq!(bobs.category(), FactCategory::PlayerName);
+        assert_eq!(bobs.subkey(), Some("p2"));
+        assert_eq!(FactKey::player_name_of("p2"), bobs);
     }
 
     #[test]
@@ -276,9 +295,11 @@ mod tests {
             (":x", FactKeyError::BadColon),
             ("promise:", FactKeyError::BadColon),
             (
-                "player_name:x",
-                FactKeyError::SubkeyNotAllowed(FactCategory::PlayerName),
+                "current_goal:x",
+                FactKeyError::SubkeyNotAllowed(FactCategory::CurrentGoal),
             ),
+            ("player_name:", FactKeyError::BadColon),
+            ("player_name:P2", FactKeyError::BadCharacter('P')),
             (
                 "constraint",
                 FactKeyError::SubkeyRequired(FactCategory::Constraint),

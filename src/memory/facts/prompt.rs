@@ -40,6 +40,25 @@ evidence 是能证明该事实的消息的 # 编号。只列出新的或改变�
 示例：
 {"summary": "Alex 来修复供电系统。", "facts": [{"key": "player_name", "value": "Alex", "evidence": [0]}, {"key": "promise:fix_radio", "status": "outdated"}]}"#;
 
+/// Appended to the facts instruction when the transcript holds lines of speakers
+/// other than the default player, which it names `Name (id)`: each speaker's own
+/// name goes under its own key, so co-op players never overwrite each other.
+pub fn speakers_instruction(language: PromptLanguage) -> &'static str {
+    match language {
+        PromptLanguage::English => {
+            "Some lines are said by other speakers, named with their id in brackets, like \
+            Bob (p2). The name such a speaker gives for themselves goes under the key \
+            player_name:<id>, like player_name:p2; player_name alone is the player's own \
+            name. Never file one speaker's name under another's key."
+        }
+        PromptLanguage::Chinese => {
+            "有些话由其他说话者说出，名字后的括号里是其 id，例如 Bob (p2)。\
+            这样的说话者自报的名字记在 key player_name:<id> 下，例如 player_name:p2；\
+            单独的 player_name 只用于玩家本人的名字。不要把一个说话者的名字记到另一个人的 key 下。"
+        }
+    }
+}
+
 /// The transcript for a summary request with facts on: one `#index Speaker: text`
 /// line per message, so evidence can cite log indices.
 ///

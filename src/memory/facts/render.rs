@@ -13,8 +13,9 @@ use crate::memory::tokens::estimate_tokens;
 use crate::memory::quote::quote as quoted;
 
 use super::fact::{Fact, HeardFact};
-use super::key::FactKey;
+use super::key::{FactCategory, FactKey};
 use super::store::PinnedFacts;
+use crate::memory::SpeakerId;
 use crate::memory::origin::quote_name;
 
 /// Opens the block of facts.
@@ -52,7 +53,14 @@ impl PinnedFacts {
     /// The section for the system prompt, every active fact in priority order; empty
     /// when no fact is active.
     pub fn render(&self, language: PromptLanguage) -> String {
-        section(&self.active(), language)
+        section(&self.active(), language, &[])
+    }
+
+    /// [`render`](Self::render), saying whose each speaker's name fact
+    /// (`player_name:<id>`) is: the speaker in `speakers` with that id, by the name
+    /// prompts label its lines with (see [`ChatLog::speakers`](crate::memory::ChatLog::speakers)).
+    pub fn render_for_speakers(&self, language: PromptLanguage, speakers: &[SpeakerId]) -> String {
+        section(&self.active(), language, speakers)
     }
 
     /// Estimated tokens of [`render`](Self::render).
@@ -69,7 +77,7 @@ impl PinnedFacts {
         // Re-rendering per drop is quadratic, but over a few dozen short lines, and
         // it measures exactly what is sent.
         loop {
-            let text = section(&facts, language);
+            let text = section(&facts, language, &[]);
             let tokens = estimate_tokens(&text);
             match facts.pop() {
                 Some(last) if tokens > max_tokens => dropped.push(last.key.clone()),
@@ -85,7 +93,7 @@ impl PinnedFacts {
     }
 }
 
-fn section(facts: &[&Fact], language: PromptLanguage) -> String {
+fn section(facts: &[&Fact], language: PromptLanguage, speakers: &[SpeakerId]) -> String {
     if facts.is_empty() {
         return String::new();
     }
@@ -96,6 +104,18 @@ fn section(facts: &[&Fact], language: PromptLanguage) -> String {
         if let Some(heard) = fact.source.heard() {
             out.push(' ');
             out.push_str(&told_by(heard, language));
+        }
+        // Names are checked when made and loaded (letters, digits, inner spaces
+        // and - _ . '), so one cannot close the bracket or the line.
+        if let Some(speaker) = whose_name(fact, speakers) {
+            let _ = match language {
+                PromptLanguage::English => {
+                    write!(out, " (name of the speaker shown as [{}])", speaker.name())
+                }
+                PromptLanguage::Chinese => {
+                    write!(out, "（显示为 [{}] 的说话者的名字）", speaker.name())
+                }
+            };
         }
         out.push('\n');
     }
@@ -131,4 +151,14 @@ fn told_by(heard: &HeardFact, language: PromptLanguage) -> String {
             earlier.join("、")
         ),
     }
+}
+
+/// The speaker whose name `fact` is, for a `player_name:<id>` fact whose speaker
+/// has a line in the log.
+fn whose_name<'a>(fact: &Fact, speakers: &'a [SpeakerId]) -> Option<&'a SpeakerId> {
+    if fact.key.category() != FactCategory::PlayerName {
+        return None;
+    }
+    let id = fact.key.subkey()?;
+    speakers.iter().find(|s| s.id() == id)
 }

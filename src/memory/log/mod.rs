@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::message::{ChatMessage, LogIndex, Role};
 use super::origin::Origin;
+use super::speaker::SpeakerId;
 
 /// Every message an NPC has exchanged with the player, in order (L2).
 ///
@@ -16,6 +17,10 @@ use super::origin::Origin;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChatLog {
     messages: Vec<ChatMessage>,
+    /// Every speaker other than the default player with a line here, first seen
+    /// first, each with the name of its newest line. Kept on append so prompts can
+    /// tell whether to label lines, and whose a name fact is, without a scan.
+    speakers: Vec<SpeakerId>,
 }
 
 impl ChatLog {
@@ -33,14 +38,24 @@ impl ChatLog {
         content: impl Into<Arc<str>>,
         timestamp: f64,
         origin: Origin,
+        speaker: Option<SpeakerId>,
     ) -> LogIndex {
         let index = self.next_index();
+        // The default player is never stored, so its lines are saved as before.
+        let speaker = speaker.filter(|s| !s.is_player());
+        if let Some(speaker) = &speaker {
+            match self.speakers.iter_mut().find(|s| s.id() == speaker.id()) {
+                Some(known) => known.clone_from(speaker),
+                None => self.speakers.push(speaker.clone()),
+            }
+        }
         self.messages.push(ChatMessage {
             role,
             content: content.into(),
             index,
             timestamp,
             origin,
+            speaker,
         });
         index
     }
@@ -53,7 +68,7 @@ impl ChatLog {
         content: impl Into<Arc<str>>,
         timestamp: f64,
     ) -> LogIndex {
-        self.append_from(role, content, timestamp, Origin::Said)
+        self.append_from(role, content, timestamp, Origin::Said, None)
     }
 
     /// Changes where an entry came from (a player line made private afterwards).
@@ -89,6 +104,13 @@ impl ChatLog {
     /// Every message, oldest first.
     pub fn messages(&self) -> &[ChatMessage] {
         &self.messages
+    }
+
+    /// Every speaker other than the default player who has a line in the log,
+    /// first seen first, each with the display name of its newest line. Empty for
+    /// a single-player conversation.
+    pub fn speakers(&self) -> &[SpeakerId] {
+        &self.speakers
     }
 
     /// One message by index.

@@ -9,6 +9,7 @@ use super::super::clock::{Now, stamp};
 use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
 use super::super::message::{LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
+use super::super::speaker::SpeakerId;
 use super::{LayersMut, Recorded, Turn};
 use crate::memory::{LoreHit, SharedKnowledge, SummaryJob};
 
@@ -47,6 +48,7 @@ impl LayersMut<'_> {
         self.say_as(
             text,
             Origin::SaidPrivately,
+            &SpeakerId::player(),
             now.into(),
             &SharedKnowledge::default(),
         )
@@ -116,7 +118,11 @@ impl LayersMut<'_> {
             Origin::SaidPrivately => return None,
             Origin::Said => {
                 let speaker = match message.role {
-                    Role::User => self.context.persona.style.player_name.clone(),
+                    // Whoever said it: a co-op player or an NPC by its own name,
+                    // the default player by the persona's label, as before.
+                    Role::User => message
+                        .speaker_label(&self.context.persona.style.player_name)
+                        .to_owned(),
                     Role::Assistant => {
                         asked = self.answered_line(index);
                         teller.name.clone()
@@ -262,17 +268,19 @@ impl LayersMut<'_> {
             .collect()
     }
 
-    /// A player line with its origin (said, or said privately), with the lore the
-    /// game found for it.
+    /// A player line with its origin (said, or said privately) and its speaker,
+    /// with the lore the game found for it.
     pub(crate) fn say_as(
         &mut self,
         text: impl Into<Arc<str>>,
         origin: Origin,
+        speaker: &SpeakerId,
         now: Now,
         knowledge: &SharedKnowledge,
     ) -> Turn {
         self.context.dates = now.format;
-        let recorded = self.record_from(Role::User, text, now.seconds, origin);
+        let speaker = (!speaker.is_player()).then(|| speaker.clone());
+        let recorded = self.record_by(Role::User, text, now.seconds, origin, speaker);
         self.turn(recorded, knowledge)
     }
 
@@ -293,8 +301,21 @@ impl LayersMut<'_> {
         timestamp: f64,
         origin: Origin,
     ) -> Recorded {
+        self.record_by(role, content, timestamp, origin, None)
+    }
+
+    fn record_by(
+        &mut self,
+        role: Role,
+        content: impl Into<Arc<str>>,
+        timestamp: f64,
+        origin: Origin,
+        speaker: Option<SpeakerId>,
+    ) -> Recorded {
         let timestamp = stamp(timestamp, self.last_stamp());
-        let index = self.log.append_from(role, content, timestamp, origin);
+        let index = self
+            .log
+            .append_from(role, content, timestamp, origin, speaker);
         self.sync_recall();
         let overflow = self.trim();
         Recorded { index, overflow }

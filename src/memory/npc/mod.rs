@@ -16,7 +16,9 @@ pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::assembly::{AssembledPrompt, AssemblyInput, assemble, basic_prompt};
+use super::assembly::{
+    AssembledPrompt, AssemblyInput, assemble, basic_prompt, player_label_if_mixed,
+};
 use super::clock::{DateFormat, Now, stamp};
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation};
@@ -28,6 +30,7 @@ use super::lore::{LoreHit, SharedKnowledge};
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
+use super::speaker::SpeakerId;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
 
@@ -173,7 +176,39 @@ impl LayersMut<'_> {
         now: impl Into<Now>,
         knowledge: &SharedKnowledge,
     ) -> Turn {
-        self.say_as(text, Origin::Said, now.into(), knowledge)
+        self.say_as(
+            text,
+            Origin::Said,
+            &SpeakerId::player(),
+            now.into(),
+            knowledge,
+        )
+    }
+
+    /// [`say_with`](Self::say_with) for a line from `speaker`: a co-op player or
+    /// another NPC ([`SpeakerId::npc`]). The log keeps the speaker, prompts label
+    /// the line with its name, and a name it gives is its own fact
+    /// ([`SpeakerId::fact_key`]). From [`SpeakerId::player`] this is exactly
+    /// [`say_with`](Self::say_with).
+    pub fn say_from(
+        &mut self,
+        speaker: &SpeakerId,
+        text: impl Into<Arc<str>>,
+        now: impl Into<Now>,
+        knowledge: &SharedKnowledge,
+    ) -> Turn {
+        self.say_as(text, Origin::Said, speaker, now.into(), knowledge)
+    }
+
+    /// [`say_privately`](Self::say_privately) for a line from `speaker`.
+    pub fn say_privately_from(
+        &mut self,
+        speaker: &SpeakerId,
+        text: impl Into<Arc<str>>,
+        now: impl Into<Now>,
+    ) -> Turn {
+        let knowledge = SharedKnowledge::default();
+        self.say_as(text, Origin::SaidPrivately, speaker, now.into(), &knowledge)
     }
 
     /// The reply request for a player line just recorded.
@@ -247,7 +282,8 @@ impl LayersMut<'_> {
             let context = &mut *self.context;
             let system = context.composed.get(&context.persona, &context.summary);
             let window = self.log.range(self.window.start()..self.log.next_index());
-            return basic_prompt(system, window, &context.dates);
+            let labels = player_label_if_mixed(self.log, &context.persona);
+            return basic_prompt(system, window, &context.dates, labels);
         }
         self.assemble_with(knowledge).messages.clone()
     }
@@ -484,7 +520,7 @@ fn build_prompt(
     assemble(AssemblyInput {
         persona: &context.persona,
         lore,
-        facts: context.facts_section(),
+        facts: context.facts_section(log.speakers()),
         summaries: context.summary_source(),
         recalled,
         log,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::LayersMut;
+use crate::memory::FactCategory;
 use crate::memory::context::{
     Degradation, InFlight, SUMMARY_ATTEMPTS, SummaryJobId, SummaryKind, SummaryRecord,
     SummaryTrigger,
@@ -85,7 +86,14 @@ impl LayersMut<'_> {
             Ok((summary, updates))
         });
         match checked {
-            Ok((summary, updates)) => {
+            Ok((summary, mut updates)) => {
+                // `player_name:<id>` is the name of a speaker who spoke; any other
+                // id is the model's guess and would pin a name on no one.
+                let speakers = self.log.speakers();
+                updates.retain(|u| match (u.key.category(), u.key.subkey()) {
+                    (FactCategory::PlayerName, Some(id)) => speakers.iter().any(|s| s.id() == id),
+                    _ => true,
+                });
                 let mut update = self.accept(summary, &updates);
                 update.next = self.start_summary();
                 SummaryOutcome::Updated(update)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{SummaryInput, SummaryJob};
 use crate::memory::context::ContextMemory;
 use crate::memory::context::SummaryKind;
-use crate::memory::facts::{facts_instruction, indexed_transcript};
+use crate::memory::facts::{facts_instruction, indexed_transcript, speakers_instruction};
 use crate::memory::log::ChatLog;
 use crate::memory::message::{ChatMessage, PromptMessage, Role};
 use crate::memory::persona::PersonaPrompt;
@@ -64,7 +64,14 @@ pub(crate) fn job_for_in_flight(log: &ChatLog, context: &ContextMemory) -> Summa
             }
         };
         let instruction = if wants_facts {
-            format!("{instruction}\n\n{}", facts_instruction(style.language))
+            let mut instruction = format!("{instruction}\n\n{}", facts_instruction(style.language));
+            // Only when another speaker is in this transcript, so single-player
+            // requests are worded exactly as before.
+            if messages.iter().any(|m| m.speaker.is_some()) {
+                instruction.push('\n');
+                instruction.push_str(speakers_instruction(style.language));
+            }
+            instruction
         } else {
             instruction
         };
@@ -118,7 +125,7 @@ fn transcript(persona: &PersonaPrompt, messages: &[ChatMessage]) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(speaker);
+        out.push_str(&speaker);
         out.push_str(": ");
         // One line per message: a line break inside a message would let it forge a
         // turn of another speaker, or the summary label, for the summarizer to copy.

@@ -29,6 +29,7 @@ use crate::memory::{
     Degradation, FactKey, MemoryConfig, NpcId, Origin, PromptMessage, ReplyInput, SummaryJob,
     estimate_prompt_tokens,
 };
+use crate::save::WaitingLine;
 
 /// Everything handling one NPC event touches, borrowed together.
 #[derive(SystemParam)]
@@ -65,12 +66,12 @@ impl<'w> Dialogue<'w, '_> {
         }
     }
 
-    /// A player line: answered now, queued, or handed back. A `private` line is
-    /// never passed on to another NPC.
-    pub(crate) fn say(&mut self, npc: &NpcId, text: String, private: bool) {
+    /// A player line: answered now, queued, or handed back. A private line is
+    /// never passed on to another NPC; the line keeps its speaker while it waits.
+    pub(crate) fn say(&mut self, npc: &NpcId, line: WaitingLine) {
         let readiness = self.readiness(npc);
         let rules = self.rules();
-        match self.requests.offer(npc, (text, private), &readiness, rules) {
+        match self.requests.offer(npc, line, &readiness, rules) {
             Offer::Start(line) => self.answer(npc, line),
             // Waiting lines are saved with the NPC's memory.
             Offer::Queued(_) => self.layers.mark_changed(npc),
@@ -116,7 +117,7 @@ impl<'w> Dialogue<'w, '_> {
         } else {
             Origin::Said
         };
-        let said = layers.say_as(text.clone(), origin, now, &knowledge);
+        let said = layers.say_as(text.clone(), origin, &line.speaker, now, &knowledge);
         self.out.started(NpcReplyStarted {
             npc: npc.clone(),
             turn: line.turn,
@@ -238,23 +239,20 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     /// The player's lines waiting for the NPC, oldest first, for a save.
-    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<(String, bool)> {
-        self.requests
-            .queued(npc)
-            .map(|(text, private)| (text.to_owned(), private))
-            .collect()
+    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<WaitingLine> {
+        self.requests.queued(npc).collect()
     }
 
     /// Puts lines restored from a save back in the NPC's queue and starts the first
     /// if the NPC is free. A restored line is held to the rules of a new one: a save
     /// is data from outside, and a line unfit now is handed back instead.
-    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<(String, bool)>) {
+    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<WaitingLine>) {
         let rules = self.rules();
-        for (line, private) in lines {
-            match super::requests::unfit_line(&line, rules) {
-                Some(error) => self.reject(npc, error, None, line),
+        for line in lines {
+            match super::requests::unfit_line(&line.text, rules) {
+                Some(error) => self.reject(npc, error, None, line.text),
                 None => {
-                    self.requests.restore(npc, line, private);
+                    self.requests.restore(npc, line);
                 }
             }
         }

@@ -12,6 +12,7 @@ use super::bridge::{TaskId, Ticket};
 use super::npc_state::NpcState;
 use super::turn::{TurnCounter, TurnId};
 use crate::memory::{NpcId, SummaryJobId};
+use crate::save::WaitingLine;
 use policy::LineQueue;
 
 /// The requests in flight and the lines waiting, for every NPC. Read it to show
@@ -93,13 +94,18 @@ impl NpcRequests {
             .map(|line| line.text.as_str())
     }
 
-    /// The waiting lines with whether each is private, oldest first, for a save.
-    pub(crate) fn queued(&self, npc: &NpcId) -> impl Iterator<Item = (&str, bool)> {
+    /// The waiting lines with whether each is private and who said it, oldest
+    /// first, for a save.
+    pub(crate) fn queued(&self, npc: &NpcId) -> impl Iterator<Item = WaitingLine> + '_ {
         self.npcs
             .get(npc)
             .into_iter()
             .flat_map(|slot| slot.lines.waiting())
-            .map(|line| (line.text.as_str(), line.private))
+            .map(|line| WaitingLine {
+                text: line.text.clone(),
+                private: line.private,
+                speaker: line.speaker.clone(),
+            })
     }
 
     /// The turn whose reply the NPC is producing, if any.
@@ -143,7 +149,7 @@ impl NpcRequests {
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
-        line: (String, bool),
+        line: WaitingLine,
         readiness: &Readiness,
         rules: LineRules,
     ) -> Offer {
@@ -165,12 +171,13 @@ impl NpcRequests {
     }
 
     /// Puts a line restored from a save back in the NPC's queue, under a new turn.
-    pub(crate) fn restore(&mut self, npc: &NpcId, text: String, private: bool) -> TurnId {
+    pub(crate) fn restore(&mut self, npc: &NpcId, line: WaitingLine) -> TurnId {
         let turn = self.turns.take();
         self.slot(npc).lines.restore(QueuedLine {
             turn,
-            text,
-            private,
+            text: line.text,
+            private: line.private,
+            speaker: line.speaker,
         });
         self.queued += 1;
         turn
@@ -314,29 +321,29 @@ mod tests {
         let guard = NpcId::new("guard");
         // Lines for NPCs whose persona is loading wait, whoever they are for.
         let Offer::Queued(first) =
-            requests.offer(&echo, ("one".into(), false), &Readiness::Loading, RULES)
+            requests.offer(&echo, WaitingLine::new("one"), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
         let Offer::Queued(other) =
-            requests.offer(&guard, ("hi".into(), false), &Readiness::Loading, RULES)
+            requests.offer(&guard, WaitingLine::new("hi"), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
         let Offer::Queued(second) =
-            requests.offer(&echo, ("two".into(), false), &Readiness::Loading, RULES)
+            requests.offer(&echo, WaitingLine::new("two"), &Readiness::Loading, RULES)
         else {
             panic!("a loading NPC's line waits");
         };
         assert!(matches!(
-            requests.offer(&echo, ("three".into(), false), &Readiness::Loading, RULES),
+            requests.offer(&echo, WaitingLine::new("three"), &Readiness::Loading, RULES),
             Offer::Refused(ReplyError::Busy { .. }, _)
         ));
         assert!(
             first < other && other < second,
             "ids are unique across NPCs"
         );
-        let restored = requests.restore(&guard, "from a save".into(), false);
+        let restored = requests.restore(&guard, WaitingLine::new("from a save"));
         assert_eq!(
             restored.get(),
             second.get() + 1,

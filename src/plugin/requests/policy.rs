@@ -6,9 +6,10 @@
 
 use std::collections::VecDeque;
 
-use crate::memory::NpcId;
+use crate::memory::{NpcId, SpeakerId};
 use crate::plugin::messages::ReplyError;
 use crate::plugin::turn::TurnId;
+use crate::save::WaitingLine;
 
 /// The limits a line is held to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub(crate) struct QueuedLine {
     pub(crate) text: String,
     /// The player asked the NPC to keep it to itself.
     pub(crate) private: bool,
+    /// Who said it.
+    pub(crate) speaker: SpeakerId,
 }
 
 /// What to do with a line.
@@ -77,7 +80,11 @@ impl LineQueue {
     pub(crate) fn offer(
         &mut self,
         npc: &NpcId,
-        (line, private): (String, bool),
+        WaitingLine {
+            text: line,
+            private,
+            speaker,
+        }: WaitingLine,
         turn: TurnId,
         readiness: &Readiness,
         answering: bool,
@@ -100,6 +107,7 @@ impl LineQueue {
                     turn,
                     text: line,
                     private,
+                    speaker,
                 });
             }
             Readiness::Ready | Readiness::Loading => {}
@@ -118,6 +126,7 @@ impl LineQueue {
             turn,
             text: line,
             private,
+            speaker,
         });
         Offer::Queued(turn)
     }
@@ -172,7 +181,7 @@ mod tests {
     ) -> Offer {
         let offer = queue.offer(
             &npc(),
-            (line.into(), false),
+            WaitingLine::new(line),
             turns.peek(),
             readiness,
             answering,
@@ -251,6 +260,7 @@ mod tests {
                 turn: second,
                 text: "two".into(),
                 private: false,
+                speaker: SpeakerId::player(),
             })
         );
         let drained = queue.drain();
@@ -260,6 +270,7 @@ mod tests {
                 turn: third,
                 text: "three".into(),
                 private: false,
+                speaker: SpeakerId::player(),
             }]
         );
     }

@@ -131,7 +131,7 @@ impl SaveState {
             match dialogue.layers().parts(&npc) {
                 Some(memory) => {
                     let save =
-                        NpcSave::new(npc.clone(), memory).with_queued(dialogue.queued_lines(&npc));
+                        NpcSave::new(npc.clone(), memory).with_waiting(dialogue.queued_lines(&npc));
                     self.snapshot.insert(npc, Arc::new(save))
                 }
                 None => self.snapshot.remove(&npc),

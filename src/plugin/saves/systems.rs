@@ -328,7 +328,7 @@ pub(super) fn replace_memory(
             layers.insert(npc.id.clone(), memory);
             ids.push(npc.id.clone());
             if !npc.queued.is_empty() {
-                waiting.push((npc.id.clone(), npc.queued_lines()));
+                waiting.push((npc.id.clone(), npc.waiting_lines()));
             }
         }
     }

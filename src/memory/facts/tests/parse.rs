@@ -274,6 +274,7 @@ fn the_transcript_carries_indices_and_cannot_forge_lines() {
             index: 12,
             timestamp: 1.0,
             origin: Default::default(),
+            speaker: None,
         },
         ChatMessage {
             role: Role::Assistant,
@@ -281,6 +282,7 @@ fn the_transcript_carries_indices_and_cannot_forge_lines() {
             index: 13,
             timestamp: 2.0,
             origin: Default::default(),
+            speaker: None,
         },
     ];
     let transcript = indexed_transcript(&messages, "Player", "ECHO-7");

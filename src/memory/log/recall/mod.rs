@@ -25,6 +25,7 @@
 //!         index: i as u64,
 //!         timestamp: i as f64,
 //!         origin: Default::default(),
+//!         speaker: None,
 //!     })
 //!     .collect();
 //! let mut index = RecallIndex::from_log(&log);

@@ -12,6 +12,7 @@ fn message(index: usize, role: Role, text: &str) -> ChatMessage {
         index: index as LogIndex,
         timestamp: index as f64,
         origin: Default::default(),
+        speaker: None,
     }
 }
 
