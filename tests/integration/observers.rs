@@ -413,6 +413,13 @@ fn an_interrupt_before_anything_streamed_records_nothing_and_can_clear_the_queue
     h.run_until("the NPC thinks", |w| {
         matches!(w.get::<NpcState>(npc), Some(NpcState::Thinking { .. }))
     });
+    // The request runs on a task the pool may not have started yet. Interrupted
+    // before the backend saw it, the held step would stay queued and hold the next
+    // line's reply instead: wait until the backend holds this one.
+    let seen = backend.clone();
+    h.run_until("the backend has the request", move |_| {
+        seen.reply_requests().len() == 1
+    });
     let thinking = state(&h, npc).turn().unwrap();
 
     h.app
