@@ -165,19 +165,7 @@ impl Origin {
 
 impl Hearsay {
     fn check(&self) -> Result<(), String> {
-        if self.chain.is_empty() || self.chain.len() > MAX_CHAIN {
-            return Err(format!(
-                "has a chain of {} tellers, not 1 to {MAX_CHAIN}",
-                self.chain.len()
-            ));
-        }
-        if self.hops < self.chain.len() as u32 {
-            return Err(format!(
-                "has {} hops, fewer than its {} tellers",
-                self.hops,
-                self.chain.len()
-            ));
-        }
+        check_chain(&self.chain, self.hops)?;
         if self
             .asked
             .as_ref()
@@ -195,36 +183,43 @@ impl Hearsay {
             Source::Witnessed { witness } => witness,
             Source::Lore { entry, .. } => entry,
         };
-        let names = self
-            .chain
-            .iter()
-            .map(|t| t.name.as_str())
-            .chain([source_name.as_str()]);
-        let ids = self.chain.iter().map(|t| t.id.as_str());
-        if names
-            .chain(ids)
-            .any(|name| name.chars().count() > MAX_NAME_CHARS)
-        {
-            return Err(format!(
-                "names someone in more than {MAX_NAME_CHARS} characters"
-            ));
-        }
-        Ok(())
+        check_name(source_name)
     }
+}
+
+/// Why a chain of tellers cannot be loaded, if it cannot: 1 to [`MAX_CHAIN`]
+/// tellers with bounded names, and at least one hop per teller. Hearsay entries
+/// and heard facts both carry one.
+pub(crate) fn check_chain(chain: &[Teller], hops: u32) -> Result<(), String> {
+    if chain.is_empty() || chain.len() > MAX_CHAIN {
+        return Err(format!(
+            "has a chain of {} tellers, not 1 to {MAX_CHAIN}",
+            chain.len()
+        ));
+    }
+    if hops < chain.len() as u32 {
+        return Err(format!(
+            "has {hops} hops, fewer than its {} tellers",
+            chain.len()
+        ));
+    }
+    chain.iter().try_for_each(Teller::check)
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(format!(
+            "names someone in more than {MAX_NAME_CHARS} characters"
+        ));
+    }
+    Ok(())
 }
 
 impl Teller {
     /// Why this teller cannot be loaded, if it cannot.
     pub(crate) fn check(&self) -> Result<(), String> {
-        if [self.name.as_str(), self.id.as_str()]
-            .iter()
-            .any(|name| name.chars().count() > MAX_NAME_CHARS)
-        {
-            return Err(format!(
-                "names someone in more than {MAX_NAME_CHARS} characters"
-            ));
-        }
-        Ok(())
+        check_name(&self.name)?;
+        check_name(self.id.as_str())
     }
 }
 

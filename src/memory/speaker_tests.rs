@@ -71,13 +71,7 @@ fn a_second_voice_labels_every_player_line() {
 
 #[test]
 fn the_summary_request_names_each_speaker_and_its_name_key() {
-    let mut echo = npc(MemoryFeatures {
-        facts: FactsConfig {
-            enabled: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    });
+    let mut echo = npc(with_facts());
     let mut layers = echo.layers();
     layers.say_from(&bob(), "My name is Bob.", 1.0, &SharedKnowledge::default());
     let job = layers
@@ -91,13 +85,7 @@ fn the_summary_request_names_each_speaker_and_its_name_key() {
     assert!(body.contains("#1 ECHO-7: Hello Bob."), "{body}");
 
     // A single player's request is worded as before.
-    let mut alone = npc(MemoryFeatures {
-        facts: FactsConfig {
-            enabled: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    });
+    let mut alone = npc(with_facts());
     let mut layers = alone.layers();
     layers.say("My name is Alex.", 1.0);
     let job = layers.reply("Hello Alex.", 2.0).summary.unwrap();
@@ -205,13 +193,7 @@ proptest! {
 
 #[test]
 fn a_name_fact_for_a_speaker_who_never_spoke_is_dropped() {
-    let mut echo = npc(MemoryFeatures {
-        facts: FactsConfig {
-            enabled: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    });
+    let mut echo = npc(with_facts());
     let mut layers = echo.layers();
     layers.say_from(&bob(), "My name is Bob.", 1.0, &SharedKnowledge::default());
     let job = layers
@@ -233,4 +215,14 @@ fn a_name_fact_for_a_speaker_who_never_spoke_is_dropped() {
             .get(&FactKey::new("player_name:p9").unwrap())
             .is_none()
     );
+}
+
+fn with_facts() -> MemoryFeatures {
+    MemoryFeatures {
+        facts: FactsConfig {
+            enabled: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::message::LogIndex;
-use crate::memory::origin::{MAX_CHAIN, Teller};
+use crate::memory::origin::{Teller, check_chain};
 
 use super::key::FactKey;
 
@@ -86,20 +86,7 @@ impl HeardFact {
 
     /// Why this hearsay cannot be loaded, if it cannot.
     pub(crate) fn check(&self) -> Result<(), String> {
-        if self.chain.is_empty() || self.chain.len() > MAX_CHAIN {
-            return Err(format!(
-                "has a chain of {} tellers, not 1 to {MAX_CHAIN}",
-                self.chain.len()
-            ));
-        }
-        if self.hops < self.chain.len() as u32 {
-            return Err(format!(
-                "has {} hops, fewer than its {} tellers",
-                self.hops,
-                self.chain.len()
-            ));
-        }
-        self.chain.iter().try_for_each(Teller::check)
+        check_chain(&self.chain, self.hops)
     }
 }
 
