@@ -150,3 +150,22 @@ impl From<String> for NpcId {
         Self::new(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log holds one `ChatMessage` per line for the life of a game, next to
+    /// text that averages about 140 bytes a line: the record must stay small. It
+    /// was 88 bytes while a speaker was two `Arc<str>`s inline; one pointer made
+    /// it 64 (see BENCHMARKS.md, "Resident memory").
+    #[test]
+    fn a_log_entry_stays_small() {
+        assert_eq!(size_of::<Option<SpeakerId>>(), size_of::<usize>());
+        assert!(
+            size_of::<ChatMessage>() <= 64,
+            "ChatMessage grew to {} bytes",
+            size_of::<ChatMessage>()
+        );
+    }
+}

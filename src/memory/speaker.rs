@@ -100,10 +100,20 @@ pub enum SpeakerError {
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(opaque)]
 #[reflect(Serialize, Deserialize, Debug, PartialEq, Hash, Clone, Default)]
-pub struct SpeakerId {
-    id: Arc<str>,
-    name: Arc<str>,
+pub struct SpeakerId(Arc<SpeakerParts>);
+
+/// A speaker's id and name, behind one pointer: a log entry holds an
+/// `Option<SpeakerId>` for every message, and one pointer (8 bytes, `None` free)
+/// costs a quarter of two `Arc<str>`s.
+#[derive(PartialEq, Eq, Hash)]
+struct SpeakerParts {
+    id: Box<str>,
+    name: Box<str>,
 }
+
+/// The default player, made once: [`SpeakerId::player`] runs for every player line.
+static PLAYER: std::sync::LazyLock<SpeakerId> =
+    std::sync::LazyLock::new(|| SpeakerId::from_parts(PLAYER_ID, "the player"));
 
 impl SpeakerId {
     /// A speaker with a checked id and display name.
@@ -113,19 +123,20 @@ impl SpeakerId {
             return Err(SpeakerError::ReservedId);
         }
         check_name(name)?;
-        Ok(Self {
+        Ok(Self::from_parts(id, name))
+    }
+
+    fn from_parts(id: &str, name: &str) -> Self {
+        Self(Arc::new(SpeakerParts {
             id: id.into(),
             name: name.into(),
-        })
+        }))
     }
 
     /// The game's single player, the default: id `player`, name "the player".
     /// Prompts name it with the persona's player label instead.
     pub fn player() -> Self {
-        Self {
-            id: PLAYER_ID.into(),
-            name: "the player".into(),
-        }
+        PLAYER.clone()
     }
 
     /// Another NPC as a speaker, for NPC-to-NPC lines: NPC B's line to NPC A is a
@@ -137,22 +148,22 @@ impl SpeakerId {
 
     /// The stable id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.0.id
     }
 
     /// The display name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     /// Whether this is the default speaker, the game's single player.
     pub fn is_player(&self) -> bool {
-        &*self.id == PLAYER_ID
+        &*self.0.id == PLAYER_ID
     }
 
     /// The NPC this speaker is, if it was made with [`npc`](Self::npc).
     pub fn as_npc(&self) -> Option<NpcId> {
-        self.id.strip_prefix(NPC_PREFIX).map(NpcId::new)
+        self.0.id.strip_prefix(NPC_PREFIX).map(NpcId::new)
     }
 
     /// The fact key for the name this speaker gives: `player_name` for the
@@ -162,7 +173,7 @@ impl SpeakerId {
         if self.is_player() {
             FactKey::PLAYER_NAME
         } else {
-            FactKey::player_name_of(&self.id)
+            FactKey::player_name_of(&self.0.id)
         }
     }
 
@@ -172,7 +183,7 @@ impl SpeakerId {
         if self.is_player() {
             player_label
         } else {
-            &self.name
+            &self.0.name
         }
     }
 
@@ -194,13 +205,13 @@ impl Default for SpeakerId {
 
 impl fmt::Debug for SpeakerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SpeakerId({:?}, {:?})", &*self.id, &*self.name)
+        write!(f, "SpeakerId({:?}, {:?})", self.id(), self.name())
     }
 }
 
 impl fmt::Display for SpeakerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)
+        f.write_str(self.name())
     }
 }
 
@@ -267,8 +278,8 @@ struct Saved<T> {
 impl Serialize for SpeakerId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         Saved {
-            id: &*self.id,
-            name: &*self.name,
+            id: self.id(),
+            name: self.name(),
         }
         .serialize(serializer)
     }
@@ -285,6 +296,21 @@ impl<'de> Deserialize<'de> for SpeakerId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_speaker_is_one_pointer_and_compares_by_value() {
+        assert_eq!(size_of::<SpeakerId>(), size_of::<usize>());
+        let bob = SpeakerId::new("p2", "Bob").unwrap();
+        let again = SpeakerId::new("p2", "Bob").unwrap();
+        assert_eq!(bob, again);
+        assert_ne!(bob, SpeakerId::new("p2", "Rob").unwrap());
+        assert_ne!(bob, SpeakerId::new("p3", "Bob").unwrap());
+        use std::hash::BuildHasher;
+        let state = std::hash::RandomState::new();
+        assert_eq!(state.hash_one(&bob), state.hash_one(&again));
+        assert!(SpeakerId::player().is_player());
+        assert_eq!(SpeakerId::player(), SpeakerId::default());
+    }
 
     #[test]
     fn the_default_speaker_is_the_player() {

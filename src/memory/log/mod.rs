@@ -49,6 +49,9 @@ impl ChatLog {
                 None => self.speakers.push(speaker.clone()),
             }
         }
+        // The log only grows: by an eighth, not doubling, so at most about an
+        // eighth of it is spare room (doubling left up to half of it).
+        recall::reserve_gently(&mut self.messages, 1);
         self.messages.push(ChatMessage {
             role,
             content: content.into(),

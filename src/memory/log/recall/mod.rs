@@ -57,10 +57,10 @@ pub use state::RecallState;
 pub(crate) use terms::for_each_term;
 
 /// Reserves room for `additional` more items, growing by an eighth rather than
-/// doubling. The index's buffers only ever grow, and doubling would leave up to
-/// half of each one empty; an eighth keeps pushes amortized O(1) at a little more
+/// doubling. The index's buffers (and the log they index) only ever grow, and
+/// doubling would leave up to half of each one empty; an eighth keeps pushes amortized O(1) at a little more
 /// copying.
-fn reserve_gently<T>(buffer: &mut Vec<T>, additional: usize) {
+pub(super) fn reserve_gently<T>(buffer: &mut Vec<T>, additional: usize) {
     let spare = buffer.capacity() - buffer.len();
     if spare < additional {
         let step = (buffer.len() / 8).max(additional).max(64);
