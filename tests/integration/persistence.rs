@@ -10,8 +10,9 @@ use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::save::{LoadError, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path};
 
+/// The slot as loading sees it: the snapshot with its autosave journal replayed.
 fn read_save(path: &Path) -> SaveGame {
-    SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
+    SaveGame::read_from(path, u64::MAX).unwrap().1
 }
 
 /// Waits until the autosave on disk holds `messages` log messages for every NPC.
@@ -19,9 +20,9 @@ fn read_save(path: &Path) -> SaveGame {
 /// of writes alone would race the offline backend on a busy machine.
 fn wait_for_saved_logs(h: &mut Harness, path: &Path, messages: usize) {
     h.run_until("the autosave holds every reply", |_| {
-        fs::read(path)
+        SaveGame::read_from(path, u64::MAX)
             .ok()
-            .and_then(|bytes| SaveGame::from_bytes(&bytes).ok())
+            .map(|(_, save)| save)
             .is_some_and(|save| save.npcs.iter().all(|n| n.memory.log.len() == messages))
     });
 }
