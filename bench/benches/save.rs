@@ -178,9 +178,27 @@ fn autosave_journal_vs_full(c: &mut Criterion) {
     let slot = JournaledSlot::new(&journal_file, u64::MAX);
     let snapshot = slot.write(&first).unwrap();
 
-    let mut full = Run { writes: 0, bytes: 0, time: Duration::ZERO, slowest: Duration::ZERO, whole: 0 };
-    let mut journal = Run { writes: 0, bytes: 0, time: Duration::ZERO, slowest: Duration::ZERO, whole: 0 };
-    let mut appends = Run { writes: 0, bytes: 0, time: Duration::ZERO, slowest: Duration::ZERO, whole: 0 };
+    let mut full = Run {
+        writes: 0,
+        bytes: 0,
+        time: Duration::ZERO,
+        slowest: Duration::ZERO,
+        whole: 0,
+    };
+    let mut journal = Run {
+        writes: 0,
+        bytes: 0,
+        time: Duration::ZERO,
+        slowest: Duration::ZERO,
+        whole: 0,
+    };
+    let mut appends = Run {
+        writes: 0,
+        bytes: 0,
+        time: Duration::ZERO,
+        slowest: Duration::ZERO,
+        whole: 0,
+    };
     let mut n = 0;
     // Interleaved, so both see the same memory and the same disk.
     for round in 0..6000 {
@@ -212,7 +230,9 @@ fn autosave_journal_vs_full(c: &mut Criterion) {
             full.whole += 1;
         }
     }
-    println!("autosave, one NPC changed, {NPCS} NPCs × {MESSAGES} messages (snapshot {snapshot} bytes):");
+    println!(
+        "autosave, one NPC changed, {NPCS} NPCs × {MESSAGES} messages (snapshot {snapshot} bytes):"
+    );
     report("full rewrite (today)", &full);
     report("journal, appends only", &appends);
     report("journal, with compactions", &journal);

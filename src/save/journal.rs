@@ -313,7 +313,8 @@ fn encode_record(old: &SaveGame, new: &SaveGame) -> Result<Option<Vec<u8>>, Save
     Ok(Some(framed))
 }
 
-/// Applies one record to `save`: all of it, or nothing if any change is refused.
+/// Applies one record to `save` in place. On an error part of it may have been
+/// applied: [`replay`] then starts again from the snapshot.
 fn apply_record(save: &mut SaveGame, record: Record) -> Result<(), String> {
     if !record.clock.is_finite() {
         return Err("the memory clock is not a finite number".into());
@@ -321,49 +322,34 @@ fn apply_record(save: &mut SaveGame, record: Record) -> Result<(), String> {
     if let Some(lore) = &record.lore {
         lore.validate().map_err(|invalid| invalid.to_string())?;
     }
-    let mut staged: Vec<(NpcId, Option<Arc<NpcSave>>)> = Vec::new();
-    let current = |staged: &[(NpcId, Option<Arc<NpcSave>>)], id: &NpcId| {
-        match staged.iter().rev().find(|(staged_id, _)| staged_id == id) {
-            Some((_, npc)) => npc.clone(),
-            None => save
-                .npcs
-                .binary_search_by(|npc| npc.id.cmp(id))
-                .ok()
-                .map(|at| save.npcs[at].clone()),
-        }
-    };
     for change in record.changes {
         match change {
             Change::Put(npc) => {
                 validate_npc(&npc).map_err(|e| e.to_string())?;
-                staged.push((npc.id.clone(), Some(Arc::new(*npc))));
+                match save.npcs.binary_search_by(|n| n.id.cmp(&npc.id)) {
+                    Ok(at) => save.npcs[at] = Arc::new(*npc),
+                    Err(at) => save.npcs.insert(at, Arc::new(*npc)),
+                }
             }
             Change::Delta(delta) => {
-                let id = delta.id.clone();
-                let Some(base) = current(&staged, &id) else {
-                    return Err(format!("changes NPC {id}, which the save does not hold"));
+                let Ok(at) = save.npcs.binary_search_by(|n| n.id.cmp(&delta.id)) else {
+                    return Err(format!(
+                        "changes NPC {}, which the save does not hold",
+                        delta.id
+                    ));
                 };
-                let mut npc = base.as_ref().clone();
-                delta.apply(&mut npc).map_err(|e| format!("NPC {id}: {e}"))?;
-                validate_npc(&npc).map_err(|e| e.to_string())?;
-                staged.push((id, Some(Arc::new(npc))));
+                let id = delta.id.clone();
+                // Unique after the first change to this NPC: no copy per record.
+                let npc = Arc::make_mut(&mut save.npcs[at]);
+                delta.apply(npc).map_err(|e| format!("NPC {id}: {e}"))?;
+                validate_npc(npc).map_err(|e| e.to_string())?;
             }
             Change::Removed(id) => {
-                if current(&staged, &id).is_none() {
+                let Ok(at) = save.npcs.binary_search_by(|n| n.id.cmp(&id)) else {
                     return Err(format!("removes NPC {id}, which the save does not hold"));
-                }
-                staged.push((id, None));
-            }
-        }
-    }
-    for (id, npc) in staged {
-        match (save.npcs.binary_search_by(|n| n.id.cmp(&id)), npc) {
-            (Ok(at), Some(npc)) => save.npcs[at] = npc,
-            (Err(at), Some(npc)) => save.npcs.insert(at, npc),
-            (Ok(at), None) => {
+                };
                 save.npcs.remove(at);
             }
-            (Err(_), None) => {}
         }
     }
     save.clock = record.clock;
@@ -478,10 +464,14 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
     if journal.len() < HEADER_LEN {
         // Journals are created whole (temp file and rename), header and first
         // record at once, so a short one was never ours.
-        return refused(JournalProblem::Unreadable("it has no journal header".into()));
+        return refused(JournalProblem::Unreadable(
+            "it has no journal header".into(),
+        ));
     }
     if journal[..8] != MAGIC || u32_at(journal, 24) != crc32fast::hash(&journal[..24]) {
-        return refused(JournalProblem::Unreadable("it has no journal header".into()));
+        return refused(JournalProblem::Unreadable(
+            "it has no journal header".into(),
+        ));
     }
     let version = u32_at(journal, 8);
     if version != SAVE_FORMAT_VERSION {
@@ -498,6 +488,9 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
     if named != base {
         return refused(JournalProblem::OtherSnapshot);
     }
+    // Shares every NPC with `save`: the first change to an NPC copies it once.
+    let snapshot = save.clone();
+    let mut payloads: Vec<(usize, usize)> = Vec::new();
     let mut at = HEADER_LEN;
     let mut applied = 0;
     let total = journal.len();
@@ -537,8 +530,17 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
             Err(error) => break Some(corrupt(error.to_string())),
         };
         if let Err(error) = apply_record(save, record) {
+            // Part of the record may be in: apply the whole ones again from the
+            // snapshot, so the record counts entirely or not at all.
+            *save = snapshot;
+            for &(from, to) in &payloads {
+                if let Ok(record) = serde_json::from_slice::<Record>(&journal[from..to]) {
+                    let _ = apply_record(save, record);
+                }
+            }
             break Some(corrupt(error));
         }
+        payloads.push((at + FRAME_LEN, end));
         applied += 1;
         at = end;
     };

@@ -18,8 +18,8 @@ pub(crate) use file::{read_bounded, with_path_lock};
 pub use format::{
     MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
 };
-pub use journal::{JournalProblem, JournalReport, journal_path};
 pub(crate) use journal::Journals;
+pub use journal::{JournalProblem, JournalReport, journal_path};
 pub use slot::{JournaledSlot, UnusableSave};
 pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};
 pub use unity::import_unity_save;

@@ -99,10 +99,7 @@ pub(crate) fn read_with_journal(
                 Some(problem @ (JournalProblem::OtherSnapshot | JournalProblem::Unreadable(_))) => {
                     (0, Some((0, problem, true)))
                 }
-                Some(problem) => (
-                    outcome.valid_len,
-                    Some((outcome.applied, problem, false)),
-                ),
+                Some(problem) => (outcome.valid_len, Some((outcome.applied, problem, false))),
             }
         }
     };

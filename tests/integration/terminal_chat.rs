@@ -220,9 +220,7 @@ fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
         last_snapshot = snapshot;
         let loaded = SaveGame::read_from(&save, u64::MAX)
             .or_else(|_| SaveGame::read_from(&backup_path(&save), u64::MAX))
-            .unwrap_or_else(|e| {
-                panic!("round {round}: neither the save nor its backup loads: {e}")
-            })
+            .unwrap_or_else(|e| panic!("round {round}: neither the save nor its backup loads: {e}"))
             .1;
         assert!(
             !loaded.npcs.is_empty(),

@@ -394,7 +394,11 @@ mod tests {
         state.queue_write(job(&path, "newer", false));
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "newer");
-        assert_eq!(run_write(&stale, &ticket, true, &state.journals), Ok(None), "the task skips");
+        assert_eq!(
+            run_write(&stale, &ticket, true, &state.journals),
+            Ok(None),
+            "the task skips"
+        );
         assert_eq!(mark_on_disk(&path), "newer");
         std::fs::remove_dir_all(dir).ok();
     }
@@ -413,7 +417,10 @@ mod tests {
         });
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "only");
-        assert_eq!(run_write(&pending, &ticket, true, &state.journals), Ok(None));
+        assert_eq!(
+            run_write(&pending, &ticket, true, &state.journals),
+            Ok(None)
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 

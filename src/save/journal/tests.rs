@@ -174,7 +174,11 @@ fn a_corrupt_record_in_the_middle_stops_the_replay_there_and_is_kept() {
         "{report}"
     );
     let kept = report.kept_at.unwrap();
-    assert_eq!(fs::read(kept).unwrap(), journal, "the damaged journal is kept");
+    assert_eq!(
+        fs::read(kept).unwrap(),
+        journal,
+        "the damaged journal is kept"
+    );
     assert_eq!(read.journal.unwrap().journal_len, ends[1] as u64);
     fs::remove_dir_all(dir).ok();
 }
