@@ -201,7 +201,7 @@ fn autosave_journal_vs_full(c: &mut Criterion) {
     };
     let mut n = 0;
     // Interleaved, so both see the same memory and the same disk.
-    for round in 0..6000 {
+    for round in 0..12_000 {
         let save = one_line(&mut memories, &mut npcs, n);
         n += 1;
         let started = Instant::now();
@@ -219,7 +219,7 @@ fn autosave_journal_vs_full(c: &mut Criterion) {
             appends.time += took;
             appends.slowest = appends.slowest.max(took);
         }
-        if round % 200 == 0 {
+        if round % 400 == 0 {
             let started = Instant::now();
             let bytes = save.write_to(&full_path, u64::MAX).unwrap();
             let took = started.elapsed();

@@ -314,8 +314,14 @@ fn encode_record(old: &SaveGame, new: &SaveGame) -> Result<Option<Vec<u8>>, Save
 }
 
 /// Applies one record to `save` in place. On an error part of it may have been
-/// applied: [`replay`] then starts again from the snapshot.
-fn apply_record(save: &mut SaveGame, record: Record) -> Result<(), String> {
+/// applied: [`replay`] then starts again from the snapshot. With `touched`, the
+/// NPCs it changes are listed there for one check at the end instead of checked
+/// after every record (which would cost the NPC's size per record).
+fn apply_record(
+    save: &mut SaveGame,
+    record: Record,
+    mut touched: Option<&mut Vec<NpcId>>,
+) -> Result<(), String> {
     if !record.clock.is_finite() {
         return Err("the memory clock is not a finite number".into());
     }
@@ -325,7 +331,10 @@ fn apply_record(save: &mut SaveGame, record: Record) -> Result<(), String> {
     for change in record.changes {
         match change {
             Change::Put(npc) => {
-                validate_npc(&npc).map_err(|e| e.to_string())?;
+                match touched.as_deref_mut() {
+                    Some(touched) => touched.push(npc.id.clone()),
+                    None => validate_npc(&npc).map_err(|e| e.to_string())?,
+                }
                 match save.npcs.binary_search_by(|n| n.id.cmp(&npc.id)) {
                     Ok(at) => save.npcs[at] = Arc::new(*npc),
                     Err(at) => save.npcs.insert(at, Arc::new(*npc)),
@@ -342,7 +351,10 @@ fn apply_record(save: &mut SaveGame, record: Record) -> Result<(), String> {
                 // Unique after the first change to this NPC: no copy per record.
                 let npc = Arc::make_mut(&mut save.npcs[at]);
                 delta.apply(npc).map_err(|e| format!("NPC {id}: {e}"))?;
-                validate_npc(npc).map_err(|e| e.to_string())?;
+                match touched.as_deref_mut() {
+                    Some(touched) => touched.push(id),
+                    None => validate_npc(npc).map_err(|e| e.to_string())?,
+                }
             }
             Change::Removed(id) => {
                 let Ok(at) = save.npcs.binary_search_by(|n| n.id.cmp(&id)) else {
@@ -490,6 +502,34 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
     }
     // Shares every NPC with `save`: the first change to an NPC copies it once.
     let snapshot = save.clone();
+    // Fast: every NPC checked once at the end. If anything is wrong, start again
+    // from the snapshot checking after each record, to stop at the first bad one.
+    let mut touched = Vec::new();
+    let fast = replay_records(save, journal, Some(&mut touched));
+    if matches!(fast.problem, None | Some(JournalProblem::TornTail { .. })) {
+        touched.sort();
+        touched.dedup();
+        let whole = touched.iter().all(|id| {
+            save.npcs
+                .binary_search_by(|n| n.id.cmp(id))
+                .map_or(true, |at| validate_npc(&save.npcs[at]).is_ok())
+        });
+        if whole {
+            return fast;
+        }
+    }
+    *save = snapshot;
+    replay_records(save, journal, None)
+}
+
+/// Applies the records after the header, stopping at the first torn or bad one;
+/// see [`apply_record`] for `touched`.
+fn replay_records(
+    save: &mut SaveGame,
+    journal: &[u8],
+    mut touched: Option<&mut Vec<NpcId>>,
+) -> Replay {
+    let snapshot = save.clone();
     let mut payloads: Vec<(usize, usize)> = Vec::new();
     let mut at = HEADER_LEN;
     let mut applied = 0;
@@ -529,13 +569,13 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
             Ok(record) => record,
             Err(error) => break Some(corrupt(error.to_string())),
         };
-        if let Err(error) = apply_record(save, record) {
+        if let Err(error) = apply_record(save, record, touched.as_deref_mut()) {
             // Part of the record may be in: apply the whole ones again from the
             // snapshot, so the record counts entirely or not at all.
             *save = snapshot;
             for &(from, to) in &payloads {
                 if let Ok(record) = serde_json::from_slice::<Record>(&journal[from..to]) {
-                    let _ = apply_record(save, record);
+                    let _ = apply_record(save, record, None);
                 }
             }
             break Some(corrupt(error));

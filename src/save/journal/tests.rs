@@ -204,6 +204,34 @@ fn a_record_that_does_not_fit_the_save_is_refused_whole() {
     fs::remove_dir_all(dir).ok();
 }
 
+/// A record that decodes and fits, but leaves a memory the loader would refuse
+/// (a window starting past the log): the replay stops before it. (Each NPC is
+/// checked once the records are in; only when that fails are they applied again,
+/// checked one by one, to find the first bad record.)
+#[test]
+fn a_record_leaving_an_invalid_memory_stops_the_replay_before_it() {
+    let dir = temp_dir("invalid");
+    let (path, states) = journaled(&dir, 2);
+    let mut journal = fs::read(journal_path(&path)).unwrap();
+    for bad in [
+        &br#"{"clock":40.0,"changes":[{"Delta":{"id":"a","window_start":10000}}]}"#[..],
+        br#"{"clock":41.0,"changes":[{"Delta":{"id":"b","window_start":0}}]}"#,
+    ] {
+        journal.extend_from_slice(&(bad.len() as u32).to_le_bytes());
+        journal.extend_from_slice(&crc32fast::hash(bad).to_le_bytes());
+        journal.extend_from_slice(bad);
+    }
+    fs::write(journal_path(&path), &journal).unwrap();
+    let read = load(&path);
+    assert_eq!(read.save, *states[2]);
+    let report = read.report.unwrap();
+    assert!(
+        matches!(&report.problem, JournalProblem::Corrupt { record: 2, reason, .. } if reason.contains("window_start")),
+        "{report}"
+    );
+    fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn compaction_writes_a_snapshot_and_keeps_the_old_journal_with_the_backup() {
     let dir = temp_dir("compact");
