@@ -11,8 +11,8 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::memory::{MemoryParts, NpcId};
 use crate::plugin::dialogue::Dialogue;
 use crate::save::{
-    LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket, with_path_lock,
-    write_slot,
+    Journals, LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket,
+    with_path_lock, write_slot,
 };
 
 use super::messages::SaveSettings;
@@ -51,12 +51,23 @@ pub(super) struct InFlight {
 }
 
 /// Writes one job unless its ticket was taken by someone else (`Ok(None)` then).
+/// An autosave appends to the slot's journal; a `SaveMemory` writes a whole
+/// snapshot.
 pub(super) fn run_write(
     job: &WriteJob,
     ticket: &WriteTicket,
     may_replace: bool,
+    journals: &Journals,
 ) -> Result<Option<usize>, SaveError> {
-    write_slot(&job.save, &job.path, job.max_bytes, ticket, may_replace)
+    write_slot(
+        &job.save,
+        &job.path,
+        job.max_bytes,
+        ticket,
+        may_replace,
+        journals,
+        job.autosave,
+    )
 }
 
 /// Snapshots, queued writes, IO in flight, and which files autosave may replace.
@@ -82,6 +93,8 @@ pub(crate) struct SaveState {
     pub(super) paused: HashSet<PathBuf>,
     pub(super) sender: Sender<IoDone>,
     pub(super) receiver: Receiver<IoDone>,
+    /// What each slot holds on disk, for autosave to append only what changed.
+    pub(super) journals: Journals,
 }
 
 /// An app dropped without `AppExit` (a test, an embedding editor) still gets its
@@ -108,6 +121,7 @@ impl Default for SaveState {
             paused: HashSet::new(),
             sender,
             receiver,
+            journals: Journals::default(),
         }
     }
 }
@@ -236,7 +250,7 @@ impl SaveState {
         }
         while let Some(job) = self.queue.pop_front() {
             let may_replace = !job.autosave || self.trusted.contains(&job.path);
-            match run_write(&job, &WriteTicket::default(), may_replace) {
+            match run_write(&job, &WriteTicket::default(), may_replace, &self.journals) {
                 Ok(_) => {
                     self.trusted.insert(job.path);
                 }
@@ -285,10 +299,10 @@ impl SaveState {
             job: job.clone(),
             ticket: ticket.clone(),
         });
-        let sender = self.sender.clone();
+        let (sender, journals) = (self.sender.clone(), self.journals.clone());
         IoTaskPool::get()
             .spawn(async move {
-                let result = run_write(&job, &ticket, may_replace);
+                let result = run_write(&job, &ticket, may_replace, &journals);
                 let _ = sender.send(IoDone::Saved {
                     id,
                     npcs: job.save.npcs.len(),
@@ -380,7 +394,11 @@ mod tests {
         state.queue_write(job(&path, "newer", false));
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "newer");
-        assert_eq!(run_write(&stale, &ticket, true), Ok(None), "the task skips");
+        assert_eq!(
+            run_write(&stale, &ticket, true, &state.journals),
+            Ok(None),
+            "the task skips"
+        );
         assert_eq!(mark_on_disk(&path), "newer");
         std::fs::remove_dir_all(dir).ok();
     }
@@ -399,7 +417,10 @@ mod tests {
         });
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "only");
-        assert_eq!(run_write(&pending, &ticket, true), Ok(None));
+        assert_eq!(
+            run_write(&pending, &ticket, true, &state.journals),
+            Ok(None)
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 
@@ -413,7 +434,7 @@ mod tests {
         let first = job(&path, "first", true);
         let ticket = Arc::new(WriteTicket::default());
         assert_eq!(
-            run_write(&first, &ticket, false),
+            run_write(&first, &ticket, false, &state.journals),
             Ok(Some(std::fs::metadata(&path).unwrap().len() as usize))
         );
         state.in_flight = Some(InFlight {

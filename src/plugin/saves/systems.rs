@@ -167,7 +167,14 @@ pub(crate) fn finish_io(
                             read,
                             save,
                             recovered_from,
+                            journal,
+                            journal_report,
                         } = *recovered;
+                        // Autosave appends to what the slot holds; from a backup
+                        // or an older format it writes a whole snapshot first.
+                        state
+                            .journals
+                            .set(&path, journal.filter(|_| settings.autosave.is_some()));
                         state.resume(&path);
                         // Snapshots of the memory this load replaces must not land
                         // on the file just read.
@@ -181,10 +188,14 @@ pub(crate) fn finish_io(
                         if settings.autosave.is_some() {
                             settings.autosave = Some(path);
                         }
+                        if let Some(report) = &journal_report {
+                            tracing::warn!("loaded {}, but {report}", read.display());
+                        }
                         out.loaded.write(MemoryLoaded {
                             path: read,
                             npcs,
                             recovered_from,
+                            journal: journal_report,
                         });
                     }
                     Err(failed) => {
@@ -223,6 +234,7 @@ pub(crate) fn finish_io(
                             path,
                             npcs: vec![npc],
                             recovered_from: None,
+                            journal: None,
                         });
                     }
                     Err(error) => {
