@@ -34,7 +34,7 @@ use bevy_npc_memory::memory::{
 };
 use bevy_npc_memory_bench::dump::{safe_name, write_prompt};
 use bevy_npc_memory_bench::evidence::{RecallTally, count_found, evidence, normalize};
-use bevy_npc_memory_bench::locomo::{Conversation, load, turn_text};
+use bevy_npc_memory_bench::locomo::{Conversation, load, parse_date, turn_text};
 use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
@@ -331,50 +331,6 @@ fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, 
         bookkeeping,
         messages,
     })
-}
-
-/// "1:56 pm on 8 May, 2023" as seconds since 1970.
-fn parse_date(text: &str) -> Option<f64> {
-    let (time, date) = text.split_once(" on ")?;
-    let (clock, half) = time.trim().split_once(' ')?;
-    let (h, m) = clock.split_once(':')?;
-    let mut hour: i64 = h.parse().ok()?;
-    let minute: i64 = m.parse().ok()?;
-    if half.eq_ignore_ascii_case("pm") && hour != 12 {
-        hour += 12;
-    } else if half.eq_ignore_ascii_case("am") && hour == 12 {
-        hour = 0;
-    }
-    let parts: Vec<&str> = date.split([' ', ',']).filter(|p| !p.is_empty()).collect();
-    let [day, month, year] = parts[..] else {
-        return None;
-    };
-    let day: i64 = day.parse().ok()?;
-    let months = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + hour * 3600 + minute * 60) as f64)
 }
 
 fn mean(values: &[f64]) -> f64 {
