@@ -13,8 +13,9 @@ The rule (the same as bench/src/evidence.rs): an evidence turn is recalled when
 the prompt sends its text word for word, either
   - as a whole message of its own (the window), except the last message, which
     is the question itself, or
-  - as a line of the system message's recalled block, `- "speaker": "text"`,
-    whose quoted text, decoded as a JSON string, is the turn's text.
+  - as a line of the system message's recalled block, `- "speaker": "text"`
+    (or compact: `P: "text"`, `Y: "text"`), whose quoted text, decoded as a
+    JSON string, is the turn's text.
 A turn's text is its `text`, plus ` [shares a photo: <blip_caption>]` when it
 has a caption. Matching is on whole texts, never substrings. Summaries, facts
 and segments do not count. The bench applies the rule to log indices; the two
@@ -32,10 +33,12 @@ from pathlib import Path
 # The recalled block's heading, in English and Chinese (src/memory/assembly.rs).
 # The block is the last one of the system message.
 RECALLED_HEADINGS = ("[Recalled word for word", "[回忆的原话")
-# `- "speaker": "text"`, both JSON string literals: a quoted text keeps every
-# quote and line break escaped, so a line can hold only one recalled turn.
+# `- "speaker": "text"`, both JSON string literals, or compact (the bench's
+# --recall-lines compact) `P: "text"` for the player and `Y: "text"` for the NPC.
+# A quoted text keeps every quote and line break escaped, so a line can hold only
+# one recalled turn.
 QUOTED = r'"(?:[^"\\]|\\.)*"'
-RECALLED_LINE = re.compile(r"^- %s: (%s)$" % (QUOTED, QUOTED))
+RECALLED_LINE = re.compile(r"^(?:- %s|P|Y): (%s)$" % (QUOTED, QUOTED))
 SESSION = re.compile(r"^session_(\d+)$")
 
 

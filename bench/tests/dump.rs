@@ -127,6 +127,21 @@ fn the_dump_checker_reproduces_the_bench_figures() {
         "empty evidence, and ids naming no turn"
     );
 
+    // Compact recalled lines (`P: "…"`, `Y: "…"`) are read by the same rule.
+    let compact = agree(
+        "compact",
+        &[
+            "--strategy",
+            "layered",
+            "--window",
+            "6",
+            "--budget",
+            "180",
+            "--recall-lines",
+            "compact",
+        ],
+    );
+    assert!(compact["recalled"].as_u64().unwrap() > 0, "{compact}");
     let full = agree("full", &["--strategy", "full"]);
     assert_eq!(full["evidence_recall"]["overall"], 1.0);
     agree("window", &["--strategy", "window", "--window", "6"]);

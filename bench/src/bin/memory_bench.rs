@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
-//!     [--split tune|validate | --samples ID,ID]
+//!     [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID]
 //!     [--dump-prompts DIR] [--json]
 //! ```
 //!
@@ -39,7 +39,7 @@ use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -50,6 +50,8 @@ struct Args {
     without: Vec<String>,
     /// Conversations to run, by `sample_id`; empty: all.
     samples: Vec<String>,
+    /// `--recall-lines compact|quoted`; `None`: the library's default.
+    compact_lines: Option<bool>,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -63,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
         budget: None,
         without: Vec::new(),
         samples: Vec::new(),
+        compact_lines: None,
         dump: None,
         json: false,
     };
@@ -97,6 +100,17 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned)
                     .collect();
+            }
+            "--recall-lines" => {
+                args.compact_lines = match value()?.as_str() {
+                    "compact" => Some(true),
+                    "quoted" => Some(false),
+                    other => {
+                        return Err(format!(
+                            "--recall-lines takes compact or quoted, got {other:?}"
+                        ));
+                    }
+                }
             }
             "--dump-prompts" => args.dump = Some(value()?.into()),
             "--json" => args.json = true,
@@ -372,13 +386,16 @@ fn run(args: &Args) -> Result<Value, String> {
     } else {
         select(&all_records, &args.samples)?
     };
-    let config = memory_config(
+    let mut config = memory_config(
         args.window,
         args.threshold,
         args.strategy == "layered",
         args.budget,
         &args.without,
     );
+    if let Some(compact) = args.compact_lines {
+        config.features.recall.compact_lines = compact;
+    }
 
     let mut tally = RecallTally::default();
     let (mut skipped, mut questions) = (0usize, 0usize);
@@ -460,6 +477,7 @@ fn run(args: &Args) -> Result<Value, String> {
         "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
         "summary_requests": summary_requests,
         "without": args.without,
+        "compact_recall_lines": config.features.recall.compact_lines,
         "sections": strategy.section_means(),
         "assembly_us": {
             "p50": percentile(&strategy.assembly_micros(), 0.5),
