@@ -113,3 +113,63 @@ pub fn turn_text(turn: &Value) -> String {
     }
     text
 }
+
+/// A session date as LoCoMo writes it, "1:56 pm on 8 May, 2023", as seconds
+/// since 1970 (UTC); `None` when it is not in that form.
+pub fn parse_date(text: &str) -> Option<f64> {
+    let (time, date) = text.split_once(" on ")?;
+    let (clock, half) = time.trim().split_once(' ')?;
+    let (h, m) = clock.split_once(':')?;
+    let mut hour: i64 = h.parse().ok()?;
+    let minute: i64 = m.parse().ok()?;
+    if half.eq_ignore_ascii_case("pm") && hour != 12 {
+        hour += 12;
+    } else if half.eq_ignore_ascii_case("am") && hour == 12 {
+        hour = 0;
+    }
+    let parts: Vec<&str> = date.split([' ', ',']).filter(|p| !p.is_empty()).collect();
+    let [day, month, year] = parts[..] else {
+        return None;
+    };
+    let day: i64 = day.parse().ok()?;
+    let months = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
+    let year: i64 = year.parse().ok()?;
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hour * 3600 + minute * 60) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_dates_are_read_as_utc_seconds() {
+        assert_eq!(parse_date("1:56 pm on 8 May, 2023"), Some(1_683_554_160.0));
+        assert_eq!(
+            parse_date("12:05 am on 1 January, 2024"),
+            Some(1_704_067_500.0)
+        );
+        assert_eq!(parse_date("yesterday"), None);
+    }
+}

@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
-//!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS] [--json]
+//!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
+//!     [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID]
+//!     [--dump-prompts DIR] [--json]
 //! ```
 //!
 //! `layered` is every feature beyond basic mode (recall with neighbours, pinned facts,
@@ -14,7 +16,13 @@
 //! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
 //! every question is the player's next line; the context is the message list the
 //! plugin would send for it. Evidence recall counts the question's evidence turns
-//! present *as messages* in that context (summary text does not count).
+//! sent word for word in that context, as messages or recalled lines (summary text
+//! does not count; the rule is in `bevy_npc_memory_bench::evidence`).
+//!
+//! `--split` runs one half of the dev file's tuning split (`split.rs`), `--samples`
+//! any conversations by id. `--dump-prompts DIR` writes each scored question's
+//! prompt to `DIR/<sample_id>/<question index>.json`, for
+//! `scripts/check_recall_dump.py` to check the figures from the text alone.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,11 +32,14 @@ use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
     LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
 };
-use bevy_npc_memory_bench::locomo::{Conversation, load, turn_text};
+use bevy_npc_memory_bench::dump::{safe_name, write_prompt};
+use bevy_npc_memory_bench::evidence::{RecallTally, count_found, evidence, normalize};
+use bevy_npc_memory_bench::locomo::{Conversation, load, parse_date, turn_text};
+use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -37,6 +48,11 @@ struct Args {
     threshold: Option<usize>,
     budget: Option<usize>,
     without: Vec<String>,
+    /// Conversations to run, by `sample_id`; empty: all.
+    samples: Vec<String>,
+    /// `--recall-lines compact|quoted`; `None`: the library's default.
+    compact_lines: Option<bool>,
+    dump: Option<PathBuf>,
     json: bool,
 }
 
@@ -48,6 +64,9 @@ fn parse_args() -> Result<Args, String> {
         threshold: None,
         budget: None,
         without: Vec::new(),
+        samples: Vec::new(),
+        compact_lines: None,
+        dump: None,
         json: false,
     };
     let mut raw = std::env::args().skip(1);
@@ -71,6 +90,29 @@ fn parse_args() -> Result<Args, String> {
                     args.without.push(part.to_owned());
                 }
             }
+            "--split" | "--samples" if !args.samples.is_empty() => {
+                return Err("give --split or --samples once".into());
+            }
+            "--split" => args.samples = split(&value()?)?.iter().map(|s| s.to_string()).collect(),
+            "--samples" => {
+                args.samples = value()?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            "--recall-lines" => {
+                args.compact_lines = match value()?.as_str() {
+                    "compact" => Some(true),
+                    "quoted" => Some(false),
+                    other => {
+                        return Err(format!(
+                            "--recall-lines takes compact or quoted, got {other:?}"
+                        ));
+                    }
+                }
+            }
+            "--dump-prompts" => args.dump = Some(value()?.into()),
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -305,86 +347,6 @@ fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, 
     })
 }
 
-/// Evidence ids as the data's README says: split on `;` and spaces, drop a stray
-/// `:` after `D`, strip leading zeros.
-fn normalize(id: &str) -> String {
-    let id = id.trim().replacen("D:", "D", 1);
-    match id.split_once(':') {
-        Some((session, turn)) => {
-            let strip = |s: &str| s.trim_start_matches('0').to_owned();
-            format!(
-                "D{}:{}",
-                strip(session.trim_start_matches('D')),
-                strip(turn)
-            )
-        }
-        None => id,
-    }
-}
-
-fn evidence(qa: &Value) -> Vec<String> {
-    qa.get("evidence")
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .flat_map(|s| s.split([';', ' ']))
-                .filter(|s| !s.trim().is_empty())
-                .map(normalize)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// "1:56 pm on 8 May, 2023" as seconds since 1970.
-fn parse_date(text: &str) -> Option<f64> {
-    let (time, date) = text.split_once(" on ")?;
-    let (clock, half) = time.trim().split_once(' ')?;
-    let (h, m) = clock.split_once(':')?;
-    let mut hour: i64 = h.parse().ok()?;
-    let minute: i64 = m.parse().ok()?;
-    if half.eq_ignore_ascii_case("pm") && hour != 12 {
-        hour += 12;
-    } else if half.eq_ignore_ascii_case("am") && hour == 12 {
-        hour = 0;
-    }
-    let parts: Vec<&str> = date.split([' ', ',']).filter(|p| !p.is_empty()).collect();
-    let [day, month, year] = parts[..] else {
-        return None;
-    };
-    let day: i64 = day.parse().ok()?;
-    let months = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + hour * 3600 + minute * 60) as f64)
-}
-
-#[derive(Default)]
-struct Tally {
-    recall: Vec<f64>,
-}
-
 fn mean(values: &[f64]) -> f64 {
     if values.is_empty() {
         0.0
@@ -418,29 +380,49 @@ fn run(args: &Args) -> Result<Value, String> {
         return Err("--without only applies to --strategy layered".into());
     }
     let file = &args.data;
-    let records = load(file)?;
-    let config = memory_config(
+    let all_records = load(file)?;
+    let records = if args.samples.is_empty() {
+        all_records.iter().collect()
+    } else {
+        select(&all_records, &args.samples)?
+    };
+    let mut config = memory_config(
         args.window,
         args.threshold,
         args.strategy == "layered",
         args.budget,
         &args.without,
     );
+    if let Some(compact) = args.compact_lines {
+        config.features.recall.compact_lines = compact;
+    }
 
-    let mut by_category: BTreeMap<u64, Tally> = BTreeMap::new();
-    let (mut skipped, mut questions, mut fully) = (0usize, 0usize, 0usize);
+    let mut tally = RecallTally::default();
+    let (mut skipped, mut questions) = (0usize, 0usize);
     let (mut tokens, mut full_tokens) = (Vec::new(), Vec::new());
     let (mut summary_requests, mut bookkeeping, mut messages) = (0, Duration::ZERO, 0);
+    let mut dumped = HashSet::new();
     for record in &records {
         let replay = replay(record, &config, file)?;
         summary_requests += replay.summary_requests;
         bookkeeping += replay.bookkeeping;
         messages += replay.messages;
-        for qa in record
+        let sample_id = record
+            .get("sample_id")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        if args.dump.is_some() && !dumped.insert(safe_name(sample_id)) {
+            return Err(format!(
+                "two conversations dump to the folder {:?}",
+                safe_name(sample_id)
+            ));
+        }
+        for (number, qa) in record
             .get("qa")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
+            .enumerate()
         {
             let question = qa.get("question").and_then(Value::as_str).unwrap_or("");
             let category = qa.get("category").and_then(Value::as_u64).unwrap_or(0);
@@ -465,11 +447,9 @@ fn run(args: &Args) -> Result<Value, String> {
                     )
                 }
             };
-            let found = wanted.iter().filter(|i| present.contains(i)).count();
-            let recall = found as f64 / wanted.len() as f64;
-            by_category.entry(category).or_default().recall.push(recall);
-            if (1..=4).contains(&category) && found == wanted.len() {
-                fully += 1;
+            tally.add(category, count_found(&wanted, &present));
+            if let Some(dir) = &args.dump {
+                write_prompt(dir, sample_id, number, &context)?;
             }
             tokens.push(estimate_prompt_tokens(&context) as f64);
             let all = Full
@@ -480,11 +460,6 @@ fn run(args: &Args) -> Result<Value, String> {
             full_tokens.push(estimate_prompt_tokens(&all) as f64);
         }
     }
-    let scored: Vec<f64> = by_category
-        .iter()
-        .filter(|(c, _)| (1..=4).contains(*c))
-        .flat_map(|(_, t)| t.recall.clone())
-        .collect();
     let context_mean = mean(&tokens);
     let full_mean = mean(&full_tokens);
     Ok(json!({
@@ -495,16 +470,14 @@ fn run(args: &Args) -> Result<Value, String> {
         "conversations": records.len(),
         "questions": questions,
         "skipped": skipped,
-        "evidence_recall": {
-            "overall": mean(&scored),
-            "by_category": by_category.iter().map(|(c, t)| (c.to_string(), json!(mean(&t.recall)))).collect::<serde_json::Map<_, _>>(),
-            "fully_covered": if scored.is_empty() { 0.0 } else { fully as f64 / scored.len() as f64 },
-        },
+        "samples": records.iter().filter_map(|r| r.get("sample_id")).collect::<Vec<_>>(),
+        "evidence_recall": tally.report(),
         "context_tokens": { "mean": context_mean, "p50": percentile(&tokens, 0.5), "p95": percentile(&tokens, 0.95) },
         "full_history_tokens_mean": full_mean,
         "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
         "summary_requests": summary_requests,
         "without": args.without,
+        "compact_recall_lines": config.features.recall.compact_lines,
         "sections": strategy.section_means(),
         "assembly_us": {
             "p50": percentile(&strategy.assembly_micros(), 0.5),
@@ -534,15 +507,19 @@ fn main() -> std::process::ExitCode {
                 "conversations {}  questions {}  skipped {}",
                 r["conversations"], r["questions"], r["skipped"]
             );
+            let figure = |value: &Value| value.as_f64().unwrap_or(0.0);
             println!(
-                "evidence recall (cat 1-4) {:.3}  fully covered {:.3}",
-                recall["overall"].as_f64().unwrap_or(0.0),
-                recall["fully_covered"].as_f64().unwrap_or(0.0)
+                "evidence recall (cat 1-4) {:.3}  any evidence {:.3}  fully covered {:.3}",
+                figure(&recall["overall"]),
+                figure(&recall["any_evidence"]),
+                figure(&recall["fully_covered"])
             );
             for (category, value) in recall["by_category"].as_object().into_iter().flatten() {
                 println!(
-                    "  category {category}: {:.3}",
-                    value.as_f64().unwrap_or(0.0)
+                    "  category {category}: {:.3}  any {:.3}  fully {:.3}",
+                    figure(value),
+                    figure(&recall["any_by_category"][category]),
+                    figure(&recall["fully_covered_by_category"][category])
                 );
             }
             let t = &r["context_tokens"];

@@ -528,5 +528,6 @@ fn build_prompt(
         covered_until: context.covered_until,
         budget: &context.features.budget,
         dates: &context.dates,
+        compact_recall: context.features.recall.compact_lines,
     })
 }

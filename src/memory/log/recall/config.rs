@@ -69,6 +69,13 @@ pub struct RecallConfig {
     pub passage_weight: f32,
     /// How many messages either side of a match count as its passage, at most 16.
     pub passage_span: u64,
+    /// Whether recalled lines are written compactly in the prompt: `P: "…"` for
+    /// the player and `Y: "…"` for the NPC itself, the two tags explained once in
+    /// the block's heading, instead of `- "Player": "…"` on every line. The text
+    /// stays a quoted literal either way, and other speakers keep their quoted
+    /// names. It saves two to three tokens a line, which a budget spends on more
+    /// recalled lines.
+    pub compact_lines: bool,
 }
 
 impl Default for RecallConfig {
@@ -91,6 +98,7 @@ impl Default for RecallConfig {
             common_term_weight: 0.2,
             passage_weight: 0.25,
             passage_span: 2,
+            compact_lines: false,
         }
     }
 }
