@@ -148,6 +148,13 @@ pub(crate) struct MemoryChanges {
     pub(crate) dirty: HashSet<NpcId>,
 }
 
+/// Every NPC's memory, taken out to be dropped.
+pub(crate) struct ReplacedMemory {
+    _logs: HashMap<NpcId, ChatLog>,
+    _windows: HashMap<NpcId, RollingWindow>,
+    _contexts: HashMap<NpcId, ContextMemory>,
+}
+
 /// Mutable access to all three layers, for the pipeline's systems. Every mutable
 /// access marks the NPC as changed, so autosave never misses a change.
 #[derive(SystemParam)]
@@ -244,12 +251,15 @@ impl Layers<'_> {
         }
     }
 
-    /// Forgets every NPC's memory, as loading another slot does.
-    pub(crate) fn remove_all(&mut self) {
-        self.logs.0.clear();
-        self.windows.0.clear();
-        self.contexts.0.clear();
+    /// Takes every NPC's memory out, as loading another slot does; the caller
+    /// drops it (off the main thread: a long log takes a while to free).
+    pub(crate) fn take_all(&mut self) -> ReplacedMemory {
         self.changes.dirty.clear();
+        ReplacedMemory {
+            _logs: std::mem::take(&mut self.logs.0),
+            _windows: std::mem::take(&mut self.windows.0),
+            _contexts: std::mem::take(&mut self.contexts.0),
+        }
     }
 
     /// Ids of the NPCs changed since `take_changed` was last called.

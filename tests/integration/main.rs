@@ -24,6 +24,7 @@ mod layered_memory;
 mod lifecycle;
 #[cfg(feature = "local-llm")]
 mod local_llm;
+mod loads;
 mod lore;
 mod observers;
 mod persistence;

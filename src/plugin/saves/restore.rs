@@ -1,24 +1,31 @@
 //! The memory resource a game's own save system reads and writes: kept current
-//! after every change, and restored when a new one is put in.
+//! after every change, and restored when a new one is put in. Loads and restores
+//! are built off the main thread and swapped in here when ready.
 
+use std::sync::Arc;
+
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
+use crate::plugin::rebuild::LoadSource;
+use crate::save::LoadError;
 
-use super::messages::{MemoryRestoreFailed, MemoryRestored};
+use super::messages::{
+    MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, SaveSettings,
+};
 use super::snapshot::NpcMemorySnapshot;
 use super::state::SaveState;
 use super::systems::replace_memory;
 
-/// A snapshot the game put in replaces every NPC's memory, before this frame's
-/// lines are taken, so none of them is answered from the memory being replaced.
+/// A snapshot the game put in starts replacing every NPC's memory: the memory is
+/// built off the main thread, and from now on lines wait for it, so none of them is
+/// answered from the memory being replaced. A newer load or restore wins over it.
 pub(crate) fn restore_snapshot(
     mut snapshot: ResMut<NpcMemorySnapshot>,
     mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
-    personas: Res<Assets<Persona>>,
-    mut restored: MessageWriter<MemoryRestored>,
     mut failed: MessageWriter<MemoryRestoreFailed>,
 ) {
     // Only a snapshot the game put in has anything to do; the plugin's own writes
@@ -29,9 +36,11 @@ pub(crate) fn restore_snapshot(
     match snapshot.bypass_change_detection().take_arrival() {
         None => {}
         Some(Ok(save)) => {
-            let npcs = replace_memory(&mut dialogue, &mut state, &save, &personas);
-            snapshot.bypass_change_detection().set_current(save);
-            restored.write(MemoryRestored { npcs });
+            let loads = dialogue.loads();
+            let generation = loads.begin();
+            loads.taken_snapshot = Some(save.clone());
+            loads.build(generation, LoadSource::Snapshot, save);
+            state.loading = true;
         }
         Some(Err(error)) => {
             let failure = MemoryRestoreFailed { error };
@@ -39,6 +48,93 @@ pub(crate) fn restore_snapshot(
             failed.write(failure);
         }
     }
+}
+
+/// The messages a finished (or replaced) load or restore is reported with.
+#[derive(SystemParam)]
+pub(crate) struct LoadOutbox<'w> {
+    loaded: MessageWriter<'w, MemoryLoaded>,
+    load_failed: MessageWriter<'w, MemoryLoadFailed>,
+    restored: MessageWriter<'w, MemoryRestored>,
+    restore_failed: MessageWriter<'w, MemoryRestoreFailed>,
+}
+
+/// Swaps in a load's or restore's memory once it is built, before this frame's
+/// lines are taken, then gives it the lines held meanwhile. Also hands finished
+/// recall indexes to NPCs that switched recall on, and reports loads a newer one
+/// replaced.
+pub(crate) fn finish_loads(
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    mut settings: ResMut<SaveSettings>,
+    mut snapshot: ResMut<NpcMemorySnapshot>,
+    personas: Res<Assets<Persona>>,
+    mut out: LoadOutbox,
+) {
+    for source in std::mem::take(&mut dialogue.loads().superseded) {
+        match source {
+            LoadSource::File { path, .. } => {
+                out.load_failed.write(MemoryLoadFailed {
+                    path,
+                    error: LoadError::Superseded,
+                    moved_to: None,
+                    backup: None,
+                    autosave_paused: false,
+                });
+            }
+            LoadSource::Snapshot => {
+                out.restore_failed.write(MemoryRestoreFailed {
+                    error: LoadError::Superseded,
+                });
+            }
+        }
+    }
+    dialogue.install_recall();
+    let Some((pending, built)) = dialogue.loads().poll() else {
+        return;
+    };
+    let npcs = replace_memory(&mut dialogue, &mut state, &pending.save, built, &personas);
+    match pending.source {
+        LoadSource::File {
+            path,
+            read,
+            recovered_from,
+        } => {
+            state.resume(&path);
+            // Snapshots of the memory this load replaces must not land on the file
+            // just read.
+            state
+                .queue
+                .retain(|job| !(job.autosave && job.path == path));
+            if let Some(from) = &recovered_from {
+                tracing::warn!("restored {} from its backup: {from}", read.display());
+            }
+            if settings.autosave.is_some() {
+                settings.autosave = Some(path);
+            }
+            out.loaded.write(MemoryLoaded {
+                path: read,
+                npcs,
+                recovered_from,
+            });
+        }
+        LoadSource::Snapshot => {
+            // Unless the game put in another meanwhile, the resource now holds the
+            // memory in use.
+            if snapshot
+                .arrived()
+                .is_some_and(|arrived| Arc::ptr_eq(arrived, &pending.save))
+            {
+                snapshot
+                    .bypass_change_detection()
+                    .set_current(pending.save.clone());
+            }
+            out.restored.write(MemoryRestored { npcs });
+        }
+    }
+    let held = dialogue.loads().end(pending.generation, true);
+    dialogue.release_held(held);
+    state.loading = dialogue.loads().is_loading();
 }
 
 /// After any change (a line, a reply, a summary, a file load), the resource holds
@@ -49,10 +145,22 @@ pub(crate) fn keep_snapshot_current(
     mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
 ) {
-    // One put in after this frame's restore ran is restored next frame, not
-    // written over.
-    if snapshot.is_pending() {
-        return;
+    // One put in after this frame's restore ran is restored next frame, and one
+    // being restored shows what is about to be in use: neither is written over.
+    // One a newer load replaced shows the memory in use again.
+    if let Some(arrived) = snapshot.arrived() {
+        let loads = dialogue.loads();
+        let taken = loads
+            .taken_snapshot
+            .as_ref()
+            .is_some_and(|taken| Arc::ptr_eq(taken, arrived));
+        let restoring = loads
+            .building
+            .as_ref()
+            .is_some_and(|building| Arc::ptr_eq(&building.save, arrived));
+        if !taken || restoring {
+            return;
+        }
     }
     let memory = state.memory(&mut dialogue);
     let snapshot = snapshot.bypass_change_detection();

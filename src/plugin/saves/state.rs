@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::memory::{MemoryParts, NpcId};
+use crate::memory::{NpcId, NpcMemory};
 use crate::plugin::dialogue::Dialogue;
 use crate::save::{
     LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket, with_path_lock,
@@ -26,13 +26,15 @@ pub(super) enum IoDone {
         result: Result<Option<usize>, SaveError>,
     },
     Loaded {
+        /// Which load asked, so that only the newest is used.
+        generation: u64,
         path: PathBuf,
         result: Result<Box<Recovered>, Box<NotRecovered>>,
     },
     Imported {
         path: PathBuf,
         npc: NpcId,
-        result: Result<Box<MemoryParts>, LoadError>,
+        result: Result<Box<NpcMemory>, LoadError>,
     },
 }
 
@@ -80,6 +82,9 @@ pub(crate) struct SaveState {
     pub(super) trusted: HashSet<PathBuf>,
     /// Files autosave leaves alone until the game resumes them.
     pub(super) paused: HashSet<PathBuf>,
+    /// A load or restore is in flight: the memory in use is about to be replaced,
+    /// so autosave does not write it.
+    pub(super) loading: bool,
     pub(super) sender: Sender<IoDone>,
     pub(super) receiver: Receiver<IoDone>,
 }
@@ -106,6 +111,7 @@ impl Default for SaveState {
             reads: HashMap::new(),
             trusted: HashSet::new(),
             paused: HashSet::new(),
+            loading: false,
             sender,
             receiver,
         }
@@ -197,7 +203,7 @@ impl SaveState {
     }
 
     pub(super) fn autosave_may_write(&self, path: &Path) -> bool {
-        !self.reading() && !self.paused.contains(path)
+        !self.reading() && !self.loading && !self.paused.contains(path)
     }
 
     pub(super) fn resume(&mut self, path: &Path) {

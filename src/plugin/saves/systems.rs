@@ -6,9 +6,12 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 
-use crate::memory::{NpcId, PersonaPrompt};
+use std::sync::Arc;
+
+use crate::memory::{NpcId, NpcMemory, PersonaPrompt};
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
+use crate::plugin::rebuild::{LoadSource, NpcMemoryLoads};
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
     load_slot, read_bounded,
@@ -55,12 +58,18 @@ pub(crate) fn take_save_requests(
         }
     }
     for LoadMemory { path } in requests.loads.read() {
+        // From now on lines wait for the loaded memory; a newer load wins.
+        let generation = dialogue.loads().begin();
         state.begin_read(path);
         let (path, sender) = (path.clone(), state.sender.clone());
         IoTaskPool::get()
             .spawn(async move {
                 let result = load_slot(&path, max_bytes).map(Box::new);
-                let _ = sender.send(IoDone::Loaded { path, result });
+                let _ = sender.send(IoDone::Loaded {
+                    generation,
+                    path,
+                    result,
+                });
             })
             .detach();
     }
@@ -84,12 +93,19 @@ pub(crate) fn take_save_requests(
                     let text = std::str::from_utf8(&bytes).map_err(|e| LoadError::NotText {
                         offset: e.valid_up_to(),
                     })?;
-                    import_unity_save(text, persona, config).map(Box::new)
+                    // Built here, recall index and all, not on the main thread.
+                    import_unity_save(text, persona, config).and_then(|parts| {
+                        parts
+                            .into_memory()
+                            .map(Box::new)
+                            .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))
+                    })
                 });
                 let _ = sender.send(IoDone::Imported { path, npc, result });
             })
             .detach();
     }
+    state.loading = dialogue.loads().is_loading();
 }
 
 /// Loads the autosave slot at startup, if there is one to load. Until its result
@@ -97,6 +113,7 @@ pub(crate) fn take_save_requests(
 pub(crate) fn load_autosave_slot(
     settings: Res<SaveSettings>,
     mut loads: MessageWriter<LoadMemory>,
+    mut in_flight: ResMut<NpcMemoryLoads>,
 ) {
     // A slot that cannot even be checked is loaded too: its failure pauses autosave.
     let there = |path: &Path| path.try_exists().unwrap_or(true);
@@ -104,6 +121,8 @@ pub(crate) fn load_autosave_slot(
         && (there(path) || there(&backup_path(path)))
     {
         loads.write(LoadMemory { path: path.clone() });
+        // Lines said before the first frame takes the load wait for it too.
+        in_flight.begin();
     }
 }
 
@@ -139,8 +158,6 @@ pub(crate) struct SaveOutbox<'w> {
 pub(crate) fn finish_io(
     mut dialogue: Dialogue,
     mut state: ResMut<SaveState>,
-    mut settings: ResMut<SaveSettings>,
-    personas: Res<Assets<Persona>>,
     mut out: SaveOutbox,
 ) {
     while let Ok(done) = state.receiver.try_recv() {
@@ -159,8 +176,21 @@ pub(crate) fn finish_io(
                 state.in_flight = None;
                 saved(&mut state, &mut out, path, npcs, autosave, result);
             }
-            IoDone::Loaded { path, result } => {
+            IoDone::Loaded {
+                generation,
+                path,
+                result,
+            } => {
                 state.end_read(&path);
+                // A newer load was asked for meanwhile: it wins, this one is dropped.
+                if !dialogue.loads().is_newest(generation) {
+                    dialogue.loads().superseded.push(LoadSource::File {
+                        read: path.clone(),
+                        path,
+                        recovered_from: None,
+                    });
+                    continue;
+                }
                 match result {
                     Ok(recovered) => {
                         let Recovered {
@@ -168,24 +198,14 @@ pub(crate) fn finish_io(
                             save,
                             recovered_from,
                         } = *recovered;
-                        state.resume(&path);
-                        // Snapshots of the memory this load replaces must not land
-                        // on the file just read.
-                        state
-                            .queue
-                            .retain(|job| !(job.autosave && job.path == path));
-                        let npcs = replace_memory(&mut dialogue, &mut state, &save, &personas);
-                        if let Some(from) = &recovered_from {
-                            tracing::warn!("restored {} from its backup: {from}", read.display());
-                        }
-                        if settings.autosave.is_some() {
-                            settings.autosave = Some(path);
-                        }
-                        out.loaded.write(MemoryLoaded {
-                            path: read,
-                            npcs,
+                        // Every NPC's memory is built off the main thread;
+                        // `finish_loads` swaps it in when it is ready.
+                        let source = LoadSource::File {
+                            path,
+                            read,
                             recovered_from,
-                        });
+                        };
+                        dialogue.loads().build(generation, source, Arc::new(save));
                     }
                     Err(failed) => {
                         let NotRecovered {
@@ -206,19 +226,17 @@ pub(crate) fn finish_io(
                         };
                         tracing::error!("{failure}");
                         out.load_failed.write(failure);
+                        // The memory in use stays, and answers the lines held.
+                        let held = dialogue.loads().end(generation, false);
+                        dialogue.release_held(held);
                     }
                 }
             }
             IoDone::Imported { path, npc, result } => {
                 state.end_read(&path);
-                let memory = result.and_then(|parts| {
-                    parts
-                        .into_memory()
-                        .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))
-                });
-                match memory {
+                match result {
                     Ok(memory) => {
-                        dialogue.layers().insert(npc.clone(), memory);
+                        dialogue.layers().insert(npc.clone(), *memory);
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],
@@ -238,6 +256,7 @@ pub(crate) fn finish_io(
             }
         }
     }
+    state.loading = dialogue.loads().is_loading();
     state.start_next_write();
 }
 
@@ -301,11 +320,13 @@ pub(crate) fn flush_on_exit(
     state.finish_writes();
 }
 
-/// Swaps every NPC's memory for a save's; returns the NPCs it held.
+/// Swaps every NPC's memory for a save's, `built` from it off the main thread;
+/// returns the NPCs it held. The memory replaced is dropped off the main thread too.
 pub(super) fn replace_memory(
     dialogue: &mut Dialogue,
     state: &mut SaveState,
     save: &SaveGame,
+    built: Vec<(NpcId, NpcMemory)>,
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
     dialogue.cancel_all();
@@ -314,24 +335,27 @@ pub(super) fn replace_memory(
     // since the core never stamps a line before the newest one in its log.
     let newest = save.newest_stamp();
     dialogue.clock_mut().restore(save.clock, newest);
-    dialogue.layers().remove_all();
+    let replaced = dialogue.layers().take_all();
+    let snapshot = std::mem::take(&mut state.snapshot);
+    bevy::tasks::AsyncComputeTaskPool::get()
+        .spawn(async move { drop((replaced, snapshot)) })
+        .detach();
     state.replaced_by(save);
     // The saved lore changes win over the files, as the player left the world.
     dialogue.lore().restore(&save.lore);
     state.lore_revision = dialogue.lore().revision();
     let layers = dialogue.layers();
-    let mut ids = Vec::with_capacity(save.npcs.len());
-    let mut waiting = Vec::new();
-    for npc in &save.npcs {
-        // Checked when the save was read, so this cannot fail.
-        if let Ok(memory) = npc.memory.clone().into_memory() {
-            layers.insert(npc.id.clone(), memory);
-            ids.push(npc.id.clone());
-            if !npc.queued.is_empty() {
-                waiting.push((npc.id.clone(), npc.waiting_lines()));
-            }
-        }
+    let mut ids = Vec::with_capacity(built.len());
+    for (npc, memory) in built {
+        layers.insert(npc.clone(), memory);
+        ids.push(npc);
     }
+    let waiting: Vec<_> = save
+        .npcs
+        .iter()
+        .filter(|npc| !npc.queued.is_empty() && layers.contains(&npc.id))
+        .map(|npc| (npc.id.clone(), npc.waiting_lines()))
+        .collect();
     // Just loaded, so nothing needs saving yet; a live persona that differs from the
     // saved one marks its NPC changed again below.
     layers.take_changed();
