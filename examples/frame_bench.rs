@@ -907,7 +907,11 @@ fn big_save(npcs: usize, messages: usize, seed: u64) -> bevy_npc_memory::save::S
             let mut parts = template.clone();
             parts.log = (0..messages)
                 .map(|m| ChatMessage {
-                    role: if m % 2 == 0 { Role::User } else { Role::Assistant },
+                    role: if m % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
                     content: locomo_line(&mut rng, m % 2 == 0).into(),
                     index: m as u64,
                     timestamp: m as f64 * 30.0,
@@ -1025,7 +1029,8 @@ fn run_load(executor: Executor, npcs: usize, messages: usize) -> LoadRun {
     let first = dir.join("first.json");
     let second = dir.join("second.json");
     let save = big_save(npcs, messages, 7);
-    save.write_to(&first, u64::MAX).expect("the save is written");
+    save.write_to(&first, u64::MAX)
+        .expect("the save is written");
     big_save(npcs, messages, 11)
         .write_to(&second, u64::MAX)
         .expect("the save is written");

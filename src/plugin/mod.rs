@@ -62,8 +62,9 @@ use crate::memory::MemoryFeatures;
 /// replies the frame they arrive.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NpcMemorySystems {
-    /// A memory snapshot the game put in is restored; personas that were spawned,
-    /// loaded or edited reach their NPC's memory.
+    /// Loads asked for and memory snapshots the game put in start (their memory is
+    /// built off the main thread), finished ones are swapped in; personas that were
+    /// spawned, loaded or edited reach their NPC's memory.
     Personas,
     /// Player lines, clears, reconfigurations and summary requests are taken;
     /// requests start.
@@ -292,6 +293,7 @@ impl Plugin for NpcMemoryPlugin {
                 (
                     (
                         saves::restore_snapshot,
+                        saves::take_loads,
                         saves::finish_loads,
                         systems::apply_personas,
                     )

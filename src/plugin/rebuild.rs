@@ -32,6 +32,8 @@ pub struct NpcMemoryLoads {
     generation: u64,
     /// The newest load or restore, until it is swapped in or fails.
     outstanding: Option<u64>,
+    /// The file the newest load reads; `None` for a restore.
+    newest_path: Option<std::path::PathBuf>,
     /// Its memory being built, once its save is read.
     pub(crate) building: Option<PendingLoad>,
     /// Player lines said while a load was in flight, oldest first.
@@ -126,15 +128,27 @@ impl NpcMemoryLoads {
         self.recall.contains_key(npc)
     }
 
-    /// A new load or restore: it replaces any in flight, whose result is dropped.
-    /// Returns its generation.
-    pub(crate) fn begin(&mut self) -> u64 {
+    /// A new load (of the file at `path`) or restore (`None`): it replaces any in
+    /// flight, whose result is dropped. Returns its generation.
+    pub(crate) fn begin(&mut self, path: Option<&std::path::Path>) -> u64 {
         self.generation += 1;
+        self.newest_path = path.map(std::path::Path::to_path_buf);
         if let Some(older) = self.building.take() {
-            self.superseded.push(older.source);
+            self.replaced(older.source);
         }
         self.outstanding = Some(self.generation);
         self.generation
+    }
+
+    /// An older load a newer one replaced is reported, unless the newer one reads
+    /// the same file: then the newer load's outcome answers both.
+    pub(crate) fn replaced(&mut self, source: LoadSource) {
+        if let LoadSource::File { path, .. } = &source
+            && self.newest_path.as_ref() == Some(path)
+        {
+            return;
+        }
+        self.superseded.push(source);
     }
 
     /// Whether `generation` is the newest load asked for.
@@ -278,7 +292,7 @@ mod tests {
     fn a_save_is_rebuilt_on_a_pool_thread_not_the_caller_s() {
         AsyncComputeTaskPool::get_or_init(TaskPool::new);
         let mut loads = NpcMemoryLoads::default();
-        let generation = loads.begin();
+        let generation = loads.begin(None);
         assert!(loads.is_loading() && !loads.is_building());
         loads.build(
             generation,
@@ -312,16 +326,23 @@ mod tests {
     fn a_newer_load_replaces_one_being_built_and_held_lines_are_capped() {
         AsyncComputeTaskPool::get_or_init(TaskPool::new);
         let mut loads = NpcMemoryLoads::default();
-        let first = loads.begin();
+        let first = loads.begin(None);
         loads.build(first, LoadSource::Snapshot, Arc::new(save_with_recall(10)));
         let npc = NpcId::new("guard");
         assert!(loads.hold(&npc, WaitingLine::new("one"), 2));
         assert!(loads.hold(&npc, WaitingLine::new("two"), 2));
         assert!(!loads.hold(&npc, WaitingLine::new("three"), 2), "full");
-        let second = loads.begin();
-        assert_eq!(loads.superseded.len(), 1, "the first is reported as replaced");
+        let second = loads.begin(None);
+        assert_eq!(
+            loads.superseded.len(),
+            1,
+            "the first is reported as replaced"
+        );
         assert!(!loads.is_newest(first) && loads.is_newest(second));
-        assert!(loads.end(first, true).is_empty(), "an older load ends nothing");
+        assert!(
+            loads.end(first, true).is_empty(),
+            "an older load ends nothing"
+        );
         let held: Vec<_> = loads
             .end(second, false)
             .into_iter()

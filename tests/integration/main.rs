@@ -22,9 +22,9 @@ mod knowledge;
 mod knowledge_bench;
 mod layered_memory;
 mod lifecycle;
+mod loads;
 #[cfg(feature = "local-llm")]
 mod local_llm;
-mod loads;
 mod lore;
 mod observers;
 mod persistence;

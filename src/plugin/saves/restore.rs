@@ -6,18 +6,48 @@ use std::sync::Arc;
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
+use bevy::tasks::IoTaskPool;
 
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
 use crate::plugin::rebuild::LoadSource;
-use crate::save::LoadError;
+use crate::save::{LoadError, load_slot};
 
 use super::messages::{
-    MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, SaveSettings,
+    LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, SaveSettings,
 };
 use super::snapshot::NpcMemorySnapshot;
-use super::state::SaveState;
+use super::state::{IoDone, SaveState};
 use super::systems::replace_memory;
+
+/// A `LoadMemory` starts a load at the start of the frame, before this frame's
+/// lines are taken, so they wait for the loaded memory. The file is read on the IO
+/// pool; `finish_io` starts building its memory.
+pub(crate) fn take_loads(
+    mut loads: MessageReader<LoadMemory>,
+    mut dialogue: Dialogue,
+    mut state: ResMut<SaveState>,
+    settings: Res<SaveSettings>,
+) {
+    let max_bytes = settings.max_file_bytes;
+    for LoadMemory { path } in loads.read() {
+        // From now on lines wait for the loaded memory; a newer load wins.
+        let generation = dialogue.loads().begin(Some(path));
+        state.loading = true;
+        state.begin_read(path);
+        let (path, sender) = (path.clone(), state.sender.clone());
+        IoTaskPool::get()
+            .spawn(async move {
+                let result = load_slot(&path, max_bytes).map(Box::new);
+                let _ = sender.send(IoDone::Loaded {
+                    generation,
+                    path,
+                    result,
+                });
+            })
+            .detach();
+    }
+}
 
 /// A snapshot the game put in starts replacing every NPC's memory: the memory is
 /// built off the main thread, and from now on lines wait for it, so none of them is
@@ -37,7 +67,7 @@ pub(crate) fn restore_snapshot(
         None => {}
         Some(Ok(save)) => {
             let loads = dialogue.loads();
-            let generation = loads.begin();
+            let generation = loads.begin(None);
             loads.taken_snapshot = Some(save.clone());
             loads.build(generation, LoadSource::Snapshot, save);
             state.loading = true;

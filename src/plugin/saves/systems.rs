@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::memory::{NpcId, NpcMemory, PersonaPrompt};
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
-use crate::plugin::rebuild::{LoadSource, NpcMemoryLoads};
+use crate::plugin::rebuild::LoadSource;
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
     load_slot, read_bounded,
@@ -23,11 +23,10 @@ use super::messages::{
 };
 use super::state::{IoDone, SaveState, WriteJob};
 
-/// The messages that ask for saves, loads and imports.
+/// The messages that ask for saves and imports (loads: `take_loads`).
 #[derive(SystemParam)]
 pub(crate) struct SaveRequests<'w, 's> {
     saves: MessageReader<'w, 's, SaveMemory>,
-    loads: MessageReader<'w, 's, LoadMemory>,
     resumes: MessageReader<'w, 's, ResumeAutosave>,
     imports: MessageReader<'w, 's, ImportUnitySave>,
 }
@@ -56,22 +55,6 @@ pub(crate) fn take_save_requests(
         {
             state.queue_write(job);
         }
-    }
-    for LoadMemory { path } in requests.loads.read() {
-        // From now on lines wait for the loaded memory; a newer load wins.
-        let generation = dialogue.loads().begin();
-        state.begin_read(path);
-        let (path, sender) = (path.clone(), state.sender.clone());
-        IoTaskPool::get()
-            .spawn(async move {
-                let result = load_slot(&path, max_bytes).map(Box::new);
-                let _ = sender.send(IoDone::Loaded {
-                    generation,
-                    path,
-                    result,
-                });
-            })
-            .detach();
     }
     for ImportUnitySave { path, npc } in requests.imports.read() {
         state.begin_read(path);
@@ -105,7 +88,6 @@ pub(crate) fn take_save_requests(
             })
             .detach();
     }
-    state.loading = dialogue.loads().is_loading();
 }
 
 /// Loads the autosave slot at startup, if there is one to load. Until its result
@@ -113,7 +95,6 @@ pub(crate) fn take_save_requests(
 pub(crate) fn load_autosave_slot(
     settings: Res<SaveSettings>,
     mut loads: MessageWriter<LoadMemory>,
-    mut in_flight: ResMut<NpcMemoryLoads>,
 ) {
     // A slot that cannot even be checked is loaded too: its failure pauses autosave.
     let there = |path: &Path| path.try_exists().unwrap_or(true);
@@ -121,8 +102,6 @@ pub(crate) fn load_autosave_slot(
         && (there(path) || there(&backup_path(path)))
     {
         loads.write(LoadMemory { path: path.clone() });
-        // Lines said before the first frame takes the load wait for it too.
-        in_flight.begin();
     }
 }
 
@@ -155,11 +134,7 @@ pub(crate) struct SaveOutbox<'w> {
     load_failed: MessageWriter<'w, MemoryLoadFailed>,
 }
 
-pub(crate) fn finish_io(
-    mut dialogue: Dialogue,
-    mut state: ResMut<SaveState>,
-    mut out: SaveOutbox,
-) {
+pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mut out: SaveOutbox) {
     while let Ok(done) = state.receiver.try_recv() {
         match done {
             IoDone::Saved {
@@ -184,7 +159,7 @@ pub(crate) fn finish_io(
                 state.end_read(&path);
                 // A newer load was asked for meanwhile: it wins, this one is dropped.
                 if !dialogue.loads().is_newest(generation) {
-                    dialogue.loads().superseded.push(LoadSource::File {
+                    dialogue.loads().replaced(LoadSource::File {
                         read: path.clone(),
                         path,
                         recovered_from: None,
