@@ -23,8 +23,8 @@ pub const RECALL_BUILD_OFF_THREAD: usize = 1_000;
 /// Memory being rebuilt off the main thread, and the lines waiting for it.
 ///
 /// Read it to show that memory is loading: [`is_loading`](Self::is_loading) holds
-/// from the frame a [`LoadMemory`](crate::LoadMemory) is taken or a snapshot is put
-/// into [`NpcMemorySnapshot`](crate::NpcMemorySnapshot) until the loaded memory is
+/// from the frame a [`LoadMemory`](crate::prelude::LoadMemory) is taken or a snapshot is put
+/// into [`NpcMemorySnapshot`](crate::prelude::NpcMemorySnapshot) until the loaded memory is
 /// in place (or the load failed).
 #[derive(Resource, Default)]
 pub struct NpcMemoryLoads {

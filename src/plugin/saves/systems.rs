@@ -14,7 +14,7 @@ use crate::plugin::persona::Persona;
 use crate::plugin::rebuild::LoadSource;
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
-    load_slot, read_bounded,
+    read_bounded,
 };
 
 use super::messages::{
