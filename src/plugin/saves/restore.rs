@@ -123,6 +123,25 @@ pub(crate) fn finish_loads(
     let Some((pending, built)) = dialogue.loads().poll() else {
         return;
     };
+    // The resource shows the loaded memory from now on (unless the game put another
+    // snapshot in meanwhile); the one it held is freed off the main thread.
+    let stale = snapshot.arrived().is_none_or(|arrived| {
+        Arc::ptr_eq(arrived, &pending.save)
+            || dialogue
+                .loads()
+                .taken_snapshot
+                .as_ref()
+                .is_some_and(|taken| Arc::ptr_eq(taken, arrived))
+    });
+    if stale {
+        let old = std::mem::take(snapshot.bypass_change_detection());
+        bevy::tasks::AsyncComputeTaskPool::get()
+            .spawn(async move { drop(old) })
+            .detach();
+        snapshot
+            .bypass_change_detection()
+            .set_current(pending.save.clone());
+    }
     let npcs = replace_memory(&mut dialogue, &mut state, &pending.save, built, &personas);
     match pending.source {
         LoadSource::File {
@@ -149,16 +168,6 @@ pub(crate) fn finish_loads(
             });
         }
         LoadSource::Snapshot => {
-            // Unless the game put in another meanwhile, the resource now holds the
-            // memory in use.
-            if snapshot
-                .arrived()
-                .is_some_and(|arrived| Arc::ptr_eq(arrived, &pending.save))
-            {
-                snapshot
-                    .bypass_change_detection()
-                    .set_current(pending.save.clone());
-            }
             out.restored.write(MemoryRestored { npcs });
         }
     }

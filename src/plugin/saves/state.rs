@@ -175,14 +175,19 @@ impl SaveState {
     }
 
     /// The memory just became `save`'s (a load or a restore): nothing needs saving.
-    pub(super) fn replaced_by(&mut self, save: &SaveGame) {
-        self.snapshot = save
+    /// Returns the snapshots it replaced, for the caller to drop off the main thread.
+    pub(super) fn replaced_by(&mut self, save: &SaveGame) -> impl Send + use<> {
+        let snapshot = save
             .npcs
             .iter()
             .map(|npc| (npc.id.clone(), npc.clone()))
             .collect();
-        self.latest = None;
+        let replaced = (
+            std::mem::replace(&mut self.snapshot, snapshot),
+            self.latest.take(),
+        );
         self.autosave_due = false;
+        replaced
     }
 
     pub(super) fn reading(&self) -> bool {

@@ -310,12 +310,10 @@ pub(super) fn replace_memory(
     // since the core never stamps a line before the newest one in its log.
     let newest = save.newest_stamp();
     dialogue.clock_mut().restore(save.clock, newest);
-    let replaced = dialogue.layers().take_all();
-    let snapshot = std::mem::take(&mut state.snapshot);
+    let replaced = (dialogue.layers().take_all(), state.replaced_by(save));
     bevy::tasks::AsyncComputeTaskPool::get()
-        .spawn(async move { drop((replaced, snapshot)) })
+        .spawn(async move { drop(replaced) })
         .detach();
-    state.replaced_by(save);
     // The saved lore changes win over the files, as the player left the world.
     dialogue.lore().restore(&save.lore);
     state.lore_revision = dialogue.lore().revision();
