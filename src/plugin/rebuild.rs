@@ -49,11 +49,14 @@ pub struct NpcMemoryLoads {
 /// Where a load came from.
 #[derive(Debug)]
 pub(crate) enum LoadSource {
-    /// `LoadMemory`: the path asked for, the file read and why a backup was used.
+    /// `LoadMemory`: the path asked for, the file read, why a backup was used and
+    /// what stopped its journal's replay.
     File {
         path: std::path::PathBuf,
         read: std::path::PathBuf,
         recovered_from: Option<crate::save::UnusableSave>,
+        /// The slot's journal, when it could not be replayed whole.
+        journal: Option<crate::save::JournalReport>,
     },
     /// A snapshot the game put into `NpcMemorySnapshot`.
     Snapshot,

@@ -14,7 +14,7 @@ pub fn backup_path(path: &Path) -> PathBuf {
     with_suffix(path, ".bak")
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     path.with_file_name(name)
@@ -55,14 +55,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    fs::create_dir_all(&folder)?;
-    let (temp, mut file) = create_temp(path)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(error) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(error);
-    }
+    let temp = write_temp(path, &folder, bytes)?;
     if path.exists() {
         // A hard link keeps `path` in place the whole time; copying is the fallback
         // on file systems without links.
@@ -75,12 +68,40 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             return Err(error);
         }
     }
-    if let Err(error) = fs::rename(&temp, path) {
+    rename_into_place(&temp, path, &folder)
+}
+
+/// Writes `bytes` to `path` whole or not at all, like [`write_atomic`] but keeping
+/// no backup: for a new journal, which replaces one that belongs to nothing.
+pub(crate) fn write_new_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = write_temp(path, &folder, bytes)?;
+    rename_into_place(&temp, path, &folder)
+}
+
+/// A fsynced temp file of its own beside `path` holding `bytes`.
+fn write_temp(path: &Path, folder: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    fs::create_dir_all(folder)?;
+    let (temp, mut file) = create_temp(path)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(error) = written {
         let _ = fs::remove_file(&temp);
         return Err(error);
     }
+    Ok(temp)
+}
+
+fn rename_into_place(temp: &Path, path: &Path, folder: &Path) -> std::io::Result<()> {
+    if let Err(error) = fs::rename(temp, path) {
+        let _ = fs::remove_file(temp);
+        return Err(error);
+    }
     // Make the rename itself durable. Not every platform can open a folder.
-    if let Ok(dir) = File::open(&folder) {
+    if let Ok(dir) = File::open(folder) {
         let _ = dir.sync_all();
     }
     Ok(())
@@ -113,6 +134,12 @@ pub(crate) fn read_bounded(path: &Path, max_bytes: u64) -> Result<(PathBuf, Vec<
         return Err(LoadError::NotFound);
     };
     Ok((chosen.clone(), read_exactly(&chosen, max_bytes)?))
+}
+
+/// Whether `path` itself is there (`Ok(false)`: read its backup). A folder that
+/// cannot be searched is an `Io` error.
+pub(crate) fn read_bounded_exists(path: &Path) -> Result<bool, LoadError> {
+    exists(path)
 }
 
 /// Whether a file is there. A folder that cannot be searched is an `Io` error, not
@@ -156,6 +183,18 @@ pub(crate) fn read_exactly(path: &Path, max_bytes: u64) -> Result<Vec<u8>, LoadE
 /// Renames an unreadable save to `NAME.corrupt-<unix seconds>`, so that no autosave
 /// can overwrite it and the player's data can still be rescued.
 pub(crate) fn move_aside(path: &Path) -> Option<PathBuf> {
+    let target = corrupt_name(path);
+    fs::rename(path, &target).ok().map(|()| target)
+}
+
+/// Copies a file to `NAME.corrupt-<unix seconds>`, leaving it where it is: for a
+/// journal whose good start still counts but whose damaged rest should be kept.
+pub(crate) fn copy_aside(path: &Path) -> Option<PathBuf> {
+    let target = corrupt_name(path);
+    fs::copy(path, &target).ok().map(|_| target)
+}
+
+fn corrupt_name(path: &Path) -> PathBuf {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -165,7 +204,7 @@ pub(crate) fn move_aside(path: &Path) -> Option<PathBuf> {
         target = with_suffix(path, &format!(".corrupt-{seconds}-{n}"));
         n += 1;
     }
-    fs::rename(path, &target).ok().map(|()| target)
+    target
 }
 
 #[cfg(test)]

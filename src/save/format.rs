@@ -252,13 +252,19 @@ impl SaveGame {
 
     /// Writes the save to `path` crash-safely (a temp file of its own, fsync, atomic
     /// rename; the previous file kept as `.bak`), in the format its extension names.
+    /// A whole save: an autosave journal beside `path` moves beside the backup.
     /// A save over `max_bytes` is refused, as [`SaveGame::read_from`] would refuse
     /// it, and the file there is untouched. Two writes to one path from this process
     /// never interleave. Blocking: the plugin calls it on the IO task pool.
     pub fn write_to(&self, path: &Path, max_bytes: u64) -> Result<usize, SaveError> {
         let bytes = self.encode_within(path, max_bytes)?;
-        super::file::with_path_lock(path, || super::file::write_atomic(path, &bytes))
-            .map_err(|e| SaveError::Io(e.to_string()))?;
+        super::file::with_path_lock(path, || {
+            let rotated = path.exists();
+            super::file::write_atomic(path, &bytes)?;
+            super::journal::retire_journal(path, rotated);
+            Ok::<(), std::io::Error>(())
+        })
+        .map_err(|e| SaveError::Io(e.to_string()))?;
         Ok(bytes.len())
     }
 
@@ -291,12 +297,6 @@ impl SaveGame {
             .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))?;
         let mut previous: Option<&NpcId> = None;
         for npc in &self.npcs {
-            let chars = npc.id.as_str().chars().count();
-            if chars > MAX_NPC_ID_CHARS {
-                return Err(LoadError::Inconsistent(format!(
-                    "an NPC id has {chars} characters, over the limit of {MAX_NPC_ID_CHARS}"
-                )));
-            }
             if previous == Some(&npc.id) {
                 return Err(LoadError::Inconsistent(format!(
                     "NPC {} appears twice",
@@ -304,60 +304,73 @@ impl SaveGame {
                 )));
             }
             previous = Some(&npc.id);
-            npc.memory
-                .validate()
-                .map_err(|invalid| LoadError::Invalid {
-                    npc: npc.id.clone(),
-                    invalid,
-                })?;
-            if npc.queued.len() > MAX_SAVED_QUEUED_LINES {
-                return Err(LoadError::Invalid {
-                    npc: npc.id.clone(),
-                    invalid: InvalidField {
-                        field: "queued".into(),
-                        problem: format!(
-                            "holds {} lines, over the limit of {MAX_SAVED_QUEUED_LINES}",
-                            npc.queued.len()
-                        ),
-                    },
-                });
-            }
-            if let Some(&position) = npc
-                .private_queued
-                .iter()
-                .find(|&&p| p as usize >= npc.queued.len())
-            {
-                return Err(LoadError::Invalid {
-                    npc: npc.id.clone(),
-                    invalid: InvalidField {
-                        field: "private_queued".into(),
-                        problem: format!(
-                            "points at line {position} of {} queued lines",
-                            npc.queued.len()
-                        ),
-                    },
-                });
-            }
-            // Each speaker's id and name were checked as they were read.
-            if let Some((position, _)) = npc
-                .queued_speakers
-                .iter()
-                .find(|(p, _)| *p as usize >= npc.queued.len())
-            {
-                return Err(LoadError::Invalid {
-                    npc: npc.id.clone(),
-                    invalid: InvalidField {
-                        field: "queued_speakers".into(),
-                        problem: format!(
-                            "points at line {position} of {} queued lines",
-                            npc.queued.len()
-                        ),
-                    },
-                });
-            }
+            validate_npc(npc)?;
         }
         Ok(())
     }
+}
+
+/// Checks one NPC's entry as loading does: its id, its memory (see
+/// [`MemoryParts::validate`]) and its queued lines.
+pub(crate) fn validate_npc(npc: &NpcSave) -> Result<(), LoadError> {
+    let chars = npc.id.as_str().chars().count();
+    if chars > MAX_NPC_ID_CHARS {
+        return Err(LoadError::Inconsistent(format!(
+            "an NPC id has {chars} characters, over the limit of {MAX_NPC_ID_CHARS}"
+        )));
+    }
+    npc.memory
+        .validate()
+        .map_err(|invalid| LoadError::Invalid {
+            npc: npc.id.clone(),
+            invalid,
+        })?;
+    if npc.queued.len() > MAX_SAVED_QUEUED_LINES {
+        return Err(LoadError::Invalid {
+            npc: npc.id.clone(),
+            invalid: InvalidField {
+                field: "queued".into(),
+                problem: format!(
+                    "holds {} lines, over the limit of {MAX_SAVED_QUEUED_LINES}",
+                    npc.queued.len()
+                ),
+            },
+        });
+    }
+    if let Some(&position) = npc
+        .private_queued
+        .iter()
+        .find(|&&p| p as usize >= npc.queued.len())
+    {
+        return Err(LoadError::Invalid {
+            npc: npc.id.clone(),
+            invalid: InvalidField {
+                field: "private_queued".into(),
+                problem: format!(
+                    "points at line {position} of {} queued lines",
+                    npc.queued.len()
+                ),
+            },
+        });
+    }
+    // Each speaker's id and name were checked as they were read.
+    if let Some((position, _)) = npc
+        .queued_speakers
+        .iter()
+        .find(|(p, _)| *p as usize >= npc.queued.len())
+    {
+        return Err(LoadError::Invalid {
+            npc: npc.id.clone(),
+            invalid: InvalidField {
+                field: "queued_speakers".into(),
+                problem: format!(
+                    "points at line {position} of {} queued lines",
+                    npc.queued.len()
+                ),
+            },
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,6 +18,11 @@ impl SaveGame {
     /// Reads a save from bytes in any supported format and version, and checks it.
     /// Never panics, whatever the bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        Self::from_bytes_versioned(bytes).map(|(save, _)| save)
+    }
+
+    /// [`SaveGame::from_bytes`], with the format version the bytes were in.
+    pub(crate) fn from_bytes_versioned(bytes: &[u8]) -> Result<(Self, u32), LoadError> {
         let text = std::str::from_utf8(bytes).map_err(|e| LoadError::NotText {
             offset: e.valid_up_to(),
         })?;
@@ -39,15 +44,22 @@ impl SaveGame {
         .map_err(malformed)?;
         let save = migrate(version, text, ron)?;
         save.validate()?;
-        Ok(save)
+        Ok((save, version))
     }
 
     /// Reads and checks the save at `path` (or its `.bak` if `path` is missing),
-    /// refusing files over `max_bytes` unread. Returns the path actually read.
-    /// Blocking: the plugin calls it on the IO task pool.
+    /// refusing files over `max_bytes` unread, and replays the autosave journal
+    /// beside the file read (see [`journal_path`](super::journal_path)) as far as
+    /// it is whole. Returns the path actually read. Changes no file. Blocking: the
+    /// plugin calls it on the IO task pool.
     pub fn read_from(path: &Path, max_bytes: u64) -> Result<(PathBuf, Self), LoadError> {
-        let (read, bytes) = super::file::read_bounded(path, max_bytes)?;
-        Ok((read, Self::from_bytes(&bytes)?))
+        let read = if super::file::read_bounded_exists(path)? {
+            path.to_path_buf()
+        } else {
+            super::file::backup_path(path)
+        };
+        let slot = super::slot::read_with_journal(&read, max_bytes, false)?;
+        Ok((read, slot.save))
     }
 }
 

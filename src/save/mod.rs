@@ -5,6 +5,7 @@
 mod error;
 mod file;
 mod format;
+mod journal;
 mod migrate;
 mod rebase;
 mod slot;
@@ -18,6 +19,8 @@ pub use format::{
     MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
     WaitingLine,
 };
-pub use slot::UnusableSave;
+pub(crate) use journal::Journals;
+pub use journal::{JournalProblem, JournalReport, journal_path};
+pub use slot::{JournaledSlot, UnusableSave};
 pub(crate) use slot::{NotRecovered, Recovered, WriteTicket, load_slot, write_slot};
 pub use unity::import_unity_save;

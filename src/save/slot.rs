@@ -6,9 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use std::sync::Arc;
+
 use super::error::{LoadError, SaveError};
-use super::file::{backup_path, move_aside, read_exactly, with_path_lock, write_atomic};
-use super::format::SaveGame;
+use super::file::{
+    backup_path, copy_aside, move_aside, read_exactly, with_path_lock, write_atomic,
+};
+use super::format::{SAVE_FORMAT_VERSION, SaveGame};
+use super::journal::{
+    BaseId, JournalProblem, JournalReport, Journals, SlotJournal, journal_path, names_base, replay,
+    retire_journal,
+};
 
 /// A save file that could not be used, and what became of it.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +48,90 @@ pub(crate) struct Recovered {
     pub save: SaveGame,
     /// Why the main file was not used, when the backup was.
     pub recovered_from: Option<UnusableSave>,
+    /// What the slot holds on disk, for autosave to append to: only for the main
+    /// file in this build's format. [`load_slot`] takes it into its `Journals`.
+    pub journal: Option<SlotJournal>,
+    /// The journal, when it could not be replayed whole.
+    pub journal_report: Option<JournalReport>,
+}
+
+/// A snapshot read with its journal replayed.
+pub(crate) struct SlotRead {
+    pub save: SaveGame,
+    pub journal: Option<SlotJournal>,
+    pub report: Option<JournalReport>,
+}
+
+/// Reads the snapshot at `path` and replays its journal as far as it is whole.
+/// With `tidy` (the plugin's load) a journal that does not apply is moved aside
+/// and a damaged one copied aside; without it no file changes. A journal naming
+/// the backup's snapshot is what a crash between writing a new snapshot and
+/// retiring the old journal leaves: it is older than the snapshot and ignored.
+pub(crate) fn read_with_journal(
+    path: &Path,
+    max_bytes: u64,
+    tidy: bool,
+) -> Result<SlotRead, LoadError> {
+    let bytes = read_exactly(path, max_bytes)?;
+    let (mut save, version) = SaveGame::from_bytes_versioned(&bytes)?;
+    let base = BaseId::of(&bytes);
+    drop(bytes);
+    let journal = journal_path(path);
+    let (journal_len, report) = match read_exactly(&journal, max_bytes) {
+        Err(LoadError::NotFound) => (0, None),
+        Err(LoadError::Io(why)) => {
+            return Err(LoadError::Io(format!(
+                "its journal {} could not be read: {why}",
+                journal.display()
+            )));
+        }
+        Err(error) => (
+            0,
+            Some((0, JournalProblem::Unreadable(error.to_string()), true)),
+        ),
+        Ok(bytes) => {
+            let outcome = replay(&mut save, base, &bytes);
+            match outcome.problem {
+                None => (outcome.valid_len, None),
+                Some(JournalProblem::OtherSnapshot) if names_backup(path, &bytes, max_bytes) => {
+                    (0, None)
+                }
+                Some(problem @ (JournalProblem::OtherSnapshot | JournalProblem::Unreadable(_))) => {
+                    (0, Some((0, problem, true)))
+                }
+                Some(problem) => (outcome.valid_len, Some((outcome.applied, problem, false))),
+            }
+        }
+    };
+    let report = report.map(|(applied, problem, refused)| {
+        let kept_at = match (&problem, tidy) {
+            (_, false) | (JournalProblem::TornTail { .. }, _) => None,
+            (_, true) if refused => move_aside(&journal),
+            (_, true) => copy_aside(&journal),
+        };
+        JournalReport {
+            path: journal.clone(),
+            applied,
+            problem,
+            kept_at,
+        }
+    });
+    let journal = (version == SAVE_FORMAT_VERSION).then(|| SlotJournal {
+        base,
+        journal_len,
+        held: Arc::new(save.clone()),
+    });
+    Ok(SlotRead {
+        save,
+        journal,
+        report,
+    })
+}
+
+/// Whether a journal's header names the snapshot in `path`'s backup.
+fn names_backup(path: &Path, journal: &[u8], max_bytes: u64) -> bool {
+    read_exactly(&backup_path(path), max_bytes)
+        .is_ok_and(|backup| names_base(journal, BaseId::of(&backup)))
 }
 
 /// A slot that did not load.
@@ -56,17 +148,40 @@ pub(crate) struct NotRecovered {
 /// back to `path.bak`; a damaged backup is moved aside too. An `Io` error or a
 /// newer build's file stops here, leaving both files as they are: loading the older
 /// backup would let the next autosave replace the newer file.
-pub(crate) fn load_slot(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovered>> {
-    with_path_lock(path, || load_locked(path, max_bytes))
+///
+/// What the slot holds on disk is recorded in `journals` under the same path lock
+/// as the read (kept only with `keep_journal`, for an autosave slot; forgotten
+/// otherwise, and when the load fails). So `journals` always describes the disk: a
+/// write that lands after this read, however long the loaded memory then takes to
+/// be built and swapped in, appends to what the read saw or replaces it whole, and
+/// never to a journal of the memory the load replaces. The slot's journal is
+/// replayed here too, on the caller's (IO) thread.
+pub(crate) fn load_slot(
+    path: &Path,
+    max_bytes: u64,
+    journals: &Journals,
+    keep_journal: bool,
+) -> Result<Recovered, Box<NotRecovered>> {
+    with_path_lock(path, || {
+        let mut loaded = load_locked(path, max_bytes);
+        let held = match &mut loaded {
+            Ok(recovered) => recovered.journal.take().filter(|_| keep_journal),
+            Err(_) => None,
+        };
+        journals.set(path, held);
+        loaded
+    })
 }
 
 fn load_locked(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovered>> {
-    let error = match read_one(path, max_bytes) {
-        Ok(save) => {
+    let error = match read_with_journal(path, max_bytes, true) {
+        Ok(read) => {
             return Ok(Recovered {
                 read: path.to_path_buf(),
-                save,
+                save: read.save,
                 recovered_from: None,
+                journal: read.journal,
+                journal_report: read.report,
             });
         }
         Err(error) if error == LoadError::NotFound || error.is_damaged() => error,
@@ -79,16 +194,23 @@ fn load_locked(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovere
         }
     };
     let moved_to = error.is_damaged().then(|| move_aside(path)).flatten();
+    if moved_to.is_some() && journal_path(path).exists() {
+        // It extends the damaged file: kept with it, never applied to the backup.
+        move_aside(&journal_path(path));
+    }
     let backup = backup_path(path);
-    match read_one(&backup, max_bytes) {
-        Ok(save) => Ok(Recovered {
+    match read_with_journal(&backup, max_bytes, true) {
+        Ok(read) => Ok(Recovered {
             read: backup,
-            save,
+            save: read.save,
             recovered_from: Some(UnusableSave {
                 path: path.to_path_buf(),
                 error,
                 moved_to,
             }),
+            // Autosave writes a whole snapshot to the slot first.
+            journal: None,
+            journal_report: read.report,
         }),
         Err(LoadError::NotFound) => Err(Box::new(NotRecovered {
             error,
@@ -108,10 +230,6 @@ fn load_locked(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovere
             }))
         }
     }
-}
-
-fn read_one(path: &Path, max_bytes: u64) -> Result<SaveGame, LoadError> {
-    SaveGame::from_bytes(&read_exactly(path, max_bytes)?)
 }
 
 /// Who runs a write: the task it was handed to, or someone who gives up waiting
@@ -155,17 +273,21 @@ impl WriteTicket {
     }
 }
 
-/// Writes `save` to `path` unless the ticket was taken elsewhere (`Ok(None)`).
-/// Without `may_replace`, a file or backup already there is refused
-/// ([`SaveError::Unread`]). Blocking.
+/// Writes `save` to `path` unless the ticket was taken elsewhere (`Ok(None)`), and
+/// returns the bytes written. Without `may_replace`, a file or backup already
+/// there is refused ([`SaveError::Unread`]). With `append`, what changed since the
+/// slot's last write is appended to its journal while the journal is small;
+/// otherwise (and for a slot `journals` knows nothing of) a whole snapshot is
+/// written and the journal starts again. Blocking.
 pub(crate) fn write_slot(
-    save: &SaveGame,
+    save: &Arc<SaveGame>,
     path: &Path,
     max_bytes: u64,
     ticket: &WriteTicket,
     may_replace: bool,
+    journals: &Journals,
+    append: bool,
 ) -> Result<Option<usize>, SaveError> {
-    let bytes = save.encode_within(path, max_bytes)?;
     with_path_lock(path, || {
         if !ticket.take() {
             return Ok(None);
@@ -175,10 +297,70 @@ pub(crate) fn write_slot(
         if !may_replace && (there(path) || there(&backup_path(path))) {
             return Err(SaveError::Unread);
         }
+        if append && let Some(bytes) = journals.append(path, save, max_bytes)? {
+            ticket.mark_written();
+            return Ok(Some(bytes));
+        }
+        let bytes = save.encode_within(path, max_bytes)?;
+        let rotated = path.exists();
+        // Until the new snapshot and journal are in place, this slot has no
+        // journal to append to.
+        journals.set(path, None);
         write_atomic(path, &bytes).map_err(|e| SaveError::Io(e.to_string()))?;
+        retire_journal(path, rotated);
+        // Only autosave slots keep what they hold, for the next append: a slot
+        // written once by the game would keep an old copy of the memory alive.
+        journals.set(
+            path,
+            append.then(|| SlotJournal {
+                base: BaseId::of(&bytes),
+                journal_len: 0,
+                held: save.clone(),
+            }),
+        );
         ticket.mark_written();
         Ok(Some(bytes.len()))
     })
+}
+
+/// A save slot written the way the plugin's autosave writes it, for games and
+/// tools outside Bevy: the first write is a whole snapshot, and each later one
+/// appends what changed since the previous write to the slot's journal
+/// ([`journal_path`]), compacting it into a new snapshot once it outgrows a quarter
+/// of the snapshot. [`SaveGame::read_from`] reads it back.
+pub struct JournaledSlot {
+    path: PathBuf,
+    max_bytes: u64,
+    journals: Journals,
+}
+
+impl JournaledSlot {
+    /// A slot at `path` whose files may not grow over `max_bytes`. Nothing is
+    /// written until [`write`](Self::write); whatever is there is replaced.
+    pub fn new(path: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        Self {
+            path: path.into(),
+            max_bytes,
+            journals: Journals::default(),
+        }
+    }
+
+    /// Writes `save` crash-safely and returns the bytes written: a journal record
+    /// when only part of the memory changed since the last write, a whole snapshot
+    /// the first time and when the journal is compacted. Share unchanged NPCs
+    /// (`Arc`s) with the previous save and comparing them costs nothing. Blocking.
+    pub fn write(&self, save: &Arc<SaveGame>) -> Result<usize, SaveError> {
+        write_slot(
+            save,
+            &self.path,
+            self.max_bytes,
+            &WriteTicket::default(),
+            true,
+            &self.journals,
+            true,
+        )
+        .map(Option::unwrap_or_default)
+    }
 }
 
 #[cfg(test)]
@@ -215,7 +397,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::write(&path, b"{ half").unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Ok(loaded) = load_slot(&path, 1024) else {
+        let Ok(loaded) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("the backup loads")
         };
         assert_eq!(loaded.read, backup_path(&path));
@@ -233,7 +415,7 @@ mod tests {
         let future = br#"{"format_version": 99}"#;
         fs::write(&path, future).unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("a newer file is not replaced by its backup")
         };
         assert_eq!(
@@ -255,7 +437,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::create_dir(&path).unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("a folder is not a save")
         };
         assert!(
@@ -273,7 +455,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::write(&path, b"").unwrap();
         fs::write(backup_path(&path), b"\xff").unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("nothing loads")
         };
         assert_eq!(failed.error, LoadError::Empty);
@@ -289,7 +471,7 @@ mod tests {
     fn a_missing_main_file_falls_back_and_says_so() {
         let dir = temp_dir("missing");
         let path = dir.join("s.json");
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("there is nothing to load")
         };
         assert_eq!(
@@ -297,7 +479,7 @@ mod tests {
             (LoadError::NotFound, None, None)
         );
         fs::write(backup_path(&path), good()).unwrap();
-        let Ok(loaded) = load_slot(&path, 1024) else {
+        let Ok(loaded) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("the backup loads")
         };
         assert_eq!(loaded.recovered_from.unwrap().error, LoadError::NotFound);

@@ -11,7 +11,7 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::save::{LoadError, NpcSave, SaveGame};
 
 /// A save of `npcs` with `messages` generated lines each, recall on or off.
-fn long_save(npcs: &[&str], messages: usize, recall: bool, mark: &str) -> SaveGame {
+pub(crate) fn long_save(npcs: &[&str], messages: usize, recall: bool, mark: &str) -> SaveGame {
     let mut config = MemoryConfig::with_window(4);
     config.features.recall.enabled = recall;
     let saves = npcs
@@ -46,7 +46,7 @@ fn long_save(npcs: &[&str], messages: usize, recall: bool, mark: &str) -> SaveGa
     SaveGame::new(saves)
 }
 
-fn log_len(h: &Harness, npc: &str) -> usize {
+pub(crate) fn log_len(h: &Harness, npc: &str) -> usize {
     h.app
         .world()
         .resource::<ChatLogs>()
@@ -54,11 +54,11 @@ fn log_len(h: &Harness, npc: &str) -> usize {
         .map_or(0, |log| log.len())
 }
 
-fn loads(h: &Harness) -> &NpcMemoryLoads {
+pub(crate) fn loads(h: &Harness) -> &NpcMemoryLoads {
     h.app.world().resource::<NpcMemoryLoads>()
 }
 
-fn echo_with_one_exchange() -> Harness {
+pub(crate) fn echo_with_one_exchange() -> Harness {
     let mut h = Harness::new(NpcMemoryPlugin::default());
     // Summaries of a long uncovered log are slow in a debug build on a busy machine.
     h.wait_secs = 60;

@@ -22,6 +22,7 @@ mod knowledge;
 mod knowledge_bench;
 mod layered_memory;
 mod lifecycle;
+mod load_journal;
 mod loads;
 #[cfg(feature = "local-llm")]
 mod local_llm;

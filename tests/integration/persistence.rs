@@ -8,10 +8,13 @@ use crate::support::{Harness, persona, seed_sized, temp_dir};
 use bevy::app::AppExit;
 use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{LoadError, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path};
+use bevy_npc_memory::save::{
+    LoadError, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path, journal_path,
+};
 
+/// The slot as loading sees it: the snapshot with its autosave journal replayed.
 fn read_save(path: &Path) -> SaveGame {
-    SaveGame::from_bytes(&fs::read(path).unwrap()).unwrap()
+    SaveGame::read_from(path, u64::MAX).unwrap().1
 }
 
 /// Waits until the autosave on disk holds `messages` log messages for every NPC.
@@ -19,9 +22,9 @@ fn read_save(path: &Path) -> SaveGame {
 /// of writes alone would race the offline backend on a busy machine.
 fn wait_for_saved_logs(h: &mut Harness, path: &Path, messages: usize) {
     h.run_until("the autosave holds every reply", |_| {
-        fs::read(path)
+        SaveGame::read_from(path, u64::MAX)
             .ok()
-            .and_then(|bytes| SaveGame::from_bytes(&bytes).ok())
+            .map(|(_, save)| save)
             .is_some_and(|save| save.npcs.iter().all(|n| n.memory.log.len() == messages))
     });
 }
@@ -139,7 +142,11 @@ fn autosave_writes_after_changes_coalesced_and_keeps_a_backup() {
             .iter()
             .all(|s| s.autosave && s.npcs == 3)
     );
-    assert!(backup_path(&path).exists(), "the previous save is kept");
+    // The lines after the first snapshot were appended to its journal: the
+    // snapshot is never rewritten for them, and the memory before each append is
+    // the journal's earlier records.
+    let journal = journal_path(&path);
+    assert!(journal.exists(), "the changes went to the journal");
     fs::remove_dir_all(dir).ok();
 }
 
@@ -441,17 +448,19 @@ fn a_corrupt_slot_is_restored_from_its_backup_and_autosave_never_empties_the_bac
     );
     assert_eq!(from.moved_to.as_ref(), Some(&aside[0]));
 
-    // Several more lines, each autosaved before the next: the backup rotates, and
-    // never to an empty memory.
+    // Several more lines, each autosaved before the next: the first write after a
+    // recovery is a whole snapshot, the rest go to its journal, and the backup is
+    // never replaced by an empty memory.
     for i in 0..3 {
         h.say("echo7", &format!("more {i}"));
         h.settle();
         wait_for_saved_logs(&mut h, &path, 6 + 2 * i);
     }
+    assert!(journal_path(&path).exists(), "later lines are journaled");
     let backup = read_save(&backup_path(&path));
     assert!(
-        backup.npcs[0].memory.log.len() >= 6,
-        "the backup is a later autosave, not the file restored"
+        backup.npcs[0].memory.log.len() >= 4,
+        "the backup is the file restored or a later save, never an empty memory"
     );
     assert_eq!(
         backup.npcs[0].memory.log[..4]
@@ -875,5 +884,55 @@ fn restored_lines_are_held_to_the_rules_of_new_ones() {
         ]
     );
     assert_eq!(h.log("echo7")[2], (Role::User, "still fine".to_owned()));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// The game was killed while appending an autosave: the next start loads the
+/// snapshot and every whole record, says what was dropped, and autosave goes on
+/// appending after the last whole record.
+#[test]
+fn a_journal_cut_short_by_a_crash_loads_its_whole_records_and_autosave_goes_on() {
+    let dir = temp_dir("torn-journal");
+    let path = dir.join("savegame.json");
+    {
+        let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+        h.spawn("echo7", persona("ECHO-7"));
+        for i in 0..3 {
+            h.say("echo7", &format!("line {i}"));
+            h.settle();
+            wait_for_saved_logs(&mut h, &path, 2 + 2 * i);
+        }
+    }
+    let journal = journal_path(&path);
+    let whole = fs::read(&journal).unwrap();
+    // Half a record more: a length that promises bytes that never came.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(&500u32.to_le_bytes());
+    torn.extend_from_slice(b"\0\0\0\0{\"clock\":");
+    fs::write(&journal, &torn).unwrap();
+
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_autosave(&path));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.wait_for::<MemoryLoaded>(1);
+    let loaded = h.inbox::<MemoryLoaded>()[0].clone();
+    assert_eq!(h.log("echo7").len(), 6, "every whole record applied");
+    let report = loaded.journal.expect("the dropped tail is reported");
+    assert_eq!(
+        report.problem,
+        bevy_npc_memory::save::JournalProblem::TornTail {
+            bytes: (torn.len() - whole.len()) as u64
+        }
+    );
+    assert_eq!(report.kept_at, None);
+    assert!(files_named(&dir, ".corrupt-").is_empty());
+    h.say("echo7", "after the crash");
+    h.settle();
+    wait_for_saved_logs(&mut h, &path, 8);
+    let on_disk = fs::read(&journal).unwrap();
+    assert_eq!(
+        &on_disk[..whole.len()],
+        &whole[..],
+        "appended after the whole records"
+    );
     fs::remove_dir_all(dir).ok();
 }

@@ -4,7 +4,7 @@
 //! neither through the API nor through a hand-edited save.
 
 use bevy::prelude::*;
-use bevy_npc_memory::memory::{ChatMessage, FactKey, Origin, Source, SpeakerError};
+use bevy_npc_memory::memory::{FactKey, Origin, Source, SpeakerError};
 use bevy_npc_memory::prelude::*;
 
 use crate::support::held::HeldBackend;
@@ -22,16 +22,6 @@ fn talk(h: &mut Harness, line: TalkToNpc) {
     let replies = h.inbox::<NpcReplied>().len();
     h.app.world_mut().write_message(line);
     h.wait_for_replies(replies + 1);
-}
-
-fn log(h: &Harness, npc: &str) -> Vec<ChatMessage> {
-    h.app
-        .world()
-        .resource::<ChatLogs>()
-        .get(&NpcId::new(npc))
-        .expect("the NPC has a log")
-        .messages()
-        .to_vec()
 }
 
 #[test]
@@ -76,7 +66,8 @@ fn co_op_players_are_told_apart_in_the_request_the_backend_gets() {
     );
 
     // The log keeps who said what, and the default player is kept as before.
-    let speakers: Vec<Option<SpeakerId>> = log(&h, "echo7")
+    let speakers: Vec<Option<SpeakerId>> = h
+        .messages("echo7")
         .iter()
         .filter(|m| m.role == Role::User)
         .map(|m| m.speaker.clone())
@@ -178,7 +169,8 @@ fn speakers_survive_a_save_including_queued_lines() {
     g.spawn("echo7", persona("ECHO-7"));
     g.load_ok(&path);
     g.settle();
-    let lines: Vec<(String, Option<String>)> = log(&g, "echo7")
+    let lines: Vec<(String, Option<String>)> = g
+        .messages("echo7")
         .iter()
         .filter(|m| m.role == Role::User)
         .map(|m| {
@@ -260,7 +252,7 @@ fn an_npc_can_speak_to_another_npc() {
         &mut h,
         TalkToNpc::new("echo7", "The coolant pump is failing.").from_speaker(rusty.clone()),
     );
-    let entry = log(&h, "echo7")[0].clone();
+    let entry = h.messages("echo7")[0].clone();
     assert_eq!(
         entry.speaker.as_ref().and_then(SpeakerId::as_npc),
         Some(NpcId::new("rusty"))
@@ -286,7 +278,7 @@ fn an_npc_can_speak_to_another_npc() {
         .commands()
         .trigger(TalkTo::new(echo, "Noted?").from_speaker(rusty.clone()));
     h.wait_for_replies(replies + 1);
-    assert_eq!(log(&h, "echo7")[2].speaker, Some(rusty));
+    assert_eq!(h.messages("echo7")[2].speaker, Some(rusty));
 }
 
 #[test]
@@ -306,7 +298,7 @@ fn hearsay_names_the_speaker_who_said_it() {
     h.wait_for::<KnowledgeShared>(1);
     let learned = h.inbox::<KnowledgeShared>()[0].learned.clone();
     assert_eq!(learned.len(), 1);
-    let entry = log(&h, "rusty")[learned[0] as usize].clone();
+    let entry = h.messages("rusty")[learned[0] as usize].clone();
     let Origin::Heard(hearsay) = &entry.origin else {
         panic!("hearsay: {entry:?}")
     };

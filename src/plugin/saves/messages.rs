@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use bevy::prelude::*;
 
 use crate::memory::NpcId;
-use crate::save::{LoadError, SaveError, UnusableSave};
+use crate::save::{JournalReport, LoadError, SaveError, UnusableSave};
 
 /// Save every NPC's memory to a file (`.ron` for RON, anything else JSON). It may
 /// replace any file, and lifts an autosave pause on that path once written. The
@@ -154,6 +154,10 @@ pub struct MemoryLoaded {
     /// Set when the backup was read: why the file asked for was not used (missing,
     /// or damaged and moved aside).
     pub recovered_from: Option<UnusableSave>,
+    /// Set when the autosave journal beside the file read could not be replayed
+    /// whole: what was applied, what stopped it, and where a damaged or foreign
+    /// journal was kept. A journal cut short by a crash is reported here too.
+    pub journal: Option<JournalReport>,
 }
 
 /// A save could not be loaded. The memory in use is untouched. A damaged file has

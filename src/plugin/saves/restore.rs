@@ -30,15 +30,23 @@ pub(crate) fn take_loads(
     settings: Res<SaveSettings>,
 ) {
     let max_bytes = settings.max_file_bytes;
+    // Autosave appends to the journal the load reads, so it keeps what it holds.
+    let keep_journal = settings.autosave.is_some();
     for LoadMemory { path } in loads.read() {
         // From now on lines wait for the loaded memory; a newer load wins.
         let generation = dialogue.loads().begin(Some(path));
         state.loading = true;
         state.begin_read(path);
+        // An autosave of the memory being replaced, not yet started, must not land
+        // on the file after it is read.
+        state.cancel_autosave_to(path);
         let (path, sender) = (path.clone(), state.sender.clone());
+        let journals = state.journals.clone();
         IoTaskPool::get()
             .spawn(async move {
-                let result = load_slot(&path, max_bytes).map(Box::new);
+                // Snapshot read, journal replayed (or the backup read) here, on
+                // the IO pool; the memory is then built on the async compute pool.
+                let result = load_slot(&path, max_bytes, &journals, keep_journal).map(Box::new);
                 let _ = sender.send(IoDone::Loaded {
                     generation,
                     path,
@@ -104,6 +112,11 @@ pub(crate) fn finish_loads(
     for source in std::mem::take(&mut dialogue.loads().superseded) {
         match source {
             LoadSource::File { path, .. } => {
+                // Its read recorded what the slot holds; only autosave's slot
+                // needs that, and it is a copy of a save nobody uses.
+                if settings.autosave.as_ref() != Some(&path) {
+                    state.forget_journal(path.clone());
+                }
                 out.load_failed.write(MemoryLoadFailed {
                     path,
                     error: LoadError::Superseded,
@@ -148,6 +161,7 @@ pub(crate) fn finish_loads(
             path,
             read,
             recovered_from,
+            journal,
         } => {
             state.resume(&path);
             // Snapshots of the memory this load replaces must not land on the file
@@ -158,13 +172,22 @@ pub(crate) fn finish_loads(
             if let Some(from) = &recovered_from {
                 tracing::warn!("restored {} from its backup: {from}", read.display());
             }
-            if settings.autosave.is_some() {
-                settings.autosave = Some(path);
+            if let Some(report) = &journal {
+                tracing::warn!("loaded {}, but {report}", read.display());
+            }
+            if let Some(autosave) = &mut settings.autosave {
+                let old = std::mem::replace(autosave, path);
+                if old != *autosave {
+                    // The old slot's journal holds a copy of the memory this load
+                    // replaced; autosave no longer appends to it.
+                    state.forget_journal(old);
+                }
             }
             out.loaded.write(MemoryLoaded {
                 path: read,
                 npcs,
                 recovered_from,
+                journal,
             });
         }
         LoadSource::Snapshot => {

@@ -11,8 +11,8 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::memory::{NpcId, NpcMemory};
 use crate::plugin::dialogue::Dialogue;
 use crate::save::{
-    LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket, with_path_lock,
-    write_slot,
+    Journals, LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket,
+    with_path_lock, write_slot,
 };
 
 use super::messages::SaveSettings;
@@ -53,12 +53,23 @@ pub(super) struct InFlight {
 }
 
 /// Writes one job unless its ticket was taken by someone else (`Ok(None)` then).
+/// An autosave appends to the slot's journal; a `SaveMemory` writes a whole
+/// snapshot.
 pub(super) fn run_write(
     job: &WriteJob,
     ticket: &WriteTicket,
     may_replace: bool,
+    journals: &Journals,
 ) -> Result<Option<usize>, SaveError> {
-    write_slot(&job.save, &job.path, job.max_bytes, ticket, may_replace)
+    write_slot(
+        &job.save,
+        &job.path,
+        job.max_bytes,
+        ticket,
+        may_replace,
+        journals,
+        job.autosave,
+    )
 }
 
 /// Snapshots, queued writes, IO in flight, and which files autosave may replace.
@@ -87,6 +98,8 @@ pub(crate) struct SaveState {
     pub(super) loading: bool,
     pub(super) sender: Sender<IoDone>,
     pub(super) receiver: Receiver<IoDone>,
+    /// What each slot holds on disk, for autosave to append only what changed.
+    pub(super) journals: Journals,
 }
 
 /// An app dropped without `AppExit` (a test, an embedding editor) still gets its
@@ -114,6 +127,7 @@ impl Default for SaveState {
             loading: false,
             sender,
             receiver,
+            journals: Journals::default(),
         }
     }
 }
@@ -216,6 +230,29 @@ impl SaveState {
         self.trusted.insert(path.to_path_buf());
     }
 
+    /// Cancels the autosave to `path` in flight if its task has not started it yet:
+    /// a load of `path` is starting, and that write holds the memory the load
+    /// replaces. One already running finishes under the path lock before the load
+    /// reads the file. The task still reports back (skipped), freeing the slot.
+    pub(super) fn cancel_autosave_to(&mut self, path: &Path) {
+        if let Some(flight) = &self.in_flight
+            && flight.job.autosave
+            && flight.job.path == path
+        {
+            flight.ticket.cancel();
+        }
+    }
+
+    /// Forgets what the slot at `path` holds, so autosave writes it whole next
+    /// time: on the IO pool, under the path lock, since the copy of the memory it
+    /// holds can be large to free.
+    pub(super) fn forget_journal(&self, path: PathBuf) {
+        let journals = self.journals.clone();
+        IoTaskPool::get()
+            .spawn(async move { with_path_lock(&path, || journals.set(&path, None)) })
+            .detach();
+    }
+
     /// Stops autosave writing `path`, including autosaves already queued for it.
     pub(super) fn pause(&mut self, path: &Path) {
         self.paused.insert(path.to_path_buf());
@@ -247,7 +284,7 @@ impl SaveState {
         }
         while let Some(job) = self.queue.pop_front() {
             let may_replace = !job.autosave || self.trusted.contains(&job.path);
-            match run_write(&job, &WriteTicket::default(), may_replace) {
+            match run_write(&job, &WriteTicket::default(), may_replace, &self.journals) {
                 Ok(_) => {
                     self.trusted.insert(job.path);
                 }
@@ -278,10 +315,13 @@ impl SaveState {
         if self.in_flight.is_some() {
             return;
         }
+        // Autosaves wait while a load is in flight: they hold the memory being
+        // replaced, and one on the file being loaded would land on it after it
+        // was read. The game's own saves go ahead.
         let Some(index) = self
             .queue
             .iter()
-            .position(|job| !self.reads.contains_key(&job.path))
+            .position(|job| !self.reads.contains_key(&job.path) && !(job.autosave && self.loading))
         else {
             return;
         };
@@ -296,10 +336,10 @@ impl SaveState {
             job: job.clone(),
             ticket: ticket.clone(),
         });
-        let sender = self.sender.clone();
+        let (sender, journals) = (self.sender.clone(), self.journals.clone());
         IoTaskPool::get()
             .spawn(async move {
-                let result = run_write(&job, &ticket, may_replace);
+                let result = run_write(&job, &ticket, may_replace, &journals);
                 let _ = sender.send(IoDone::Saved {
                     id,
                     npcs: job.save.npcs.len(),
@@ -391,7 +431,11 @@ mod tests {
         state.queue_write(job(&path, "newer", false));
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "newer");
-        assert_eq!(run_write(&stale, &ticket, true), Ok(None), "the task skips");
+        assert_eq!(
+            run_write(&stale, &ticket, true, &state.journals),
+            Ok(None),
+            "the task skips"
+        );
         assert_eq!(mark_on_disk(&path), "newer");
         std::fs::remove_dir_all(dir).ok();
     }
@@ -410,7 +454,10 @@ mod tests {
         });
         state.finish_writes();
         assert_eq!(mark_on_disk(&path), "only");
-        assert_eq!(run_write(&pending, &ticket, true), Ok(None));
+        assert_eq!(
+            run_write(&pending, &ticket, true, &state.journals),
+            Ok(None)
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 
@@ -424,7 +471,7 @@ mod tests {
         let first = job(&path, "first", true);
         let ticket = Arc::new(WriteTicket::default());
         assert_eq!(
-            run_write(&first, &ticket, false),
+            run_write(&first, &ticket, false, &state.journals),
             Ok(Some(std::fs::metadata(&path).unwrap().len() as usize))
         );
         state.in_flight = Some(InFlight {

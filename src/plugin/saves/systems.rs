@@ -163,6 +163,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                         read: path.clone(),
                         path,
                         recovered_from: None,
+                        journal: None,
                     });
                     continue;
                 }
@@ -172,6 +173,9 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                             read,
                             save,
                             recovered_from,
+                            // Recorded by `load_slot` under the path lock.
+                            journal: _,
+                            journal_report,
                         } = *recovered;
                         // Every NPC's memory is built off the main thread;
                         // `finish_loads` swaps it in when it is ready.
@@ -179,6 +183,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                             path,
                             read,
                             recovered_from,
+                            journal: journal_report,
                         };
                         dialogue.loads().build(generation, source, Arc::new(save));
                     }
@@ -216,6 +221,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                             path,
                             npcs: vec![npc],
                             recovered_from: None,
+                            journal: None,
                         });
                     }
                     Err(error) => {
@@ -258,8 +264,8 @@ fn saved(
                 autosave,
             });
         }
-        // A task skips only when the exit flush took its write over; its id no longer
-        // matches, so this is not reached.
+        // A task skips when the exit flush took its write over (its id no longer
+        // matches, so this is not reached) or a load of its file cancelled it.
         Ok(None) => {}
         Err(error) => {
             if error == SaveError::Unread {

@@ -120,6 +120,17 @@ impl Harness {
             .collect()
     }
 
+    /// L2 of an NPC, whole entries (origin, speaker, stamps and all).
+    pub fn messages(&self, npc: &str) -> Vec<bevy_npc_memory::memory::ChatMessage> {
+        self.app
+            .world()
+            .resource::<ChatLogs>()
+            .get(&NpcId::new(npc))
+            .expect("the NPC has a log")
+            .messages()
+            .to_vec()
+    }
+
     /// L2 of an NPC as (role, text).
     pub fn log(&self, npc: &str) -> Vec<(Role, String)> {
         let logs = self.app.world().resource::<ChatLogs>();
