@@ -26,6 +26,20 @@ pub const RECALL_BUILD_OFF_THREAD: usize = 1_000;
 /// from the frame a [`LoadMemory`](crate::prelude::LoadMemory) is taken or a snapshot is put
 /// into [`NpcMemorySnapshot`](crate::prelude::NpcMemorySnapshot) until the loaded memory is
 /// in place (or the load failed).
+///
+/// Lines said while a load is in flight are held here, never lost:
+/// - once the loaded memory is in place it answers them, oldest first; when the
+///   load fails, the memory in use does;
+/// - a newer load that replaces one in flight keeps them, and its memory answers
+///   them (the older load is reported with [`LoadError::Superseded`](crate::save::LoadError::Superseded));
+/// - [`InterruptNpc::clearing_queue`](crate::prelude::InterruptNpc::clearing_queue)
+///   hands the NPC's held lines back ([`NpcReplyFailed`](crate::prelude::NpcReplyFailed)
+///   with [`ReplyError::Interrupted`](crate::prelude::ReplyError::Interrupted) and the
+///   text in `unrecorded_line`), a plain interrupt keeps them, and
+///   [`ClearNpcMemory`](crate::prelude::ClearNpcMemory) hands them back as
+///   [`ReplyError::Cancelled`](crate::prelude::ReplyError::Cancelled);
+/// - when the app exits mid-load they are handed back as `Cancelled` in the last
+///   frame, since no memory will answer them.
 #[derive(Resource, Default)]
 pub struct NpcMemoryLoads {
     /// Counts loads and restores asked for; the newest wins.
@@ -105,6 +119,16 @@ fn build(save: Arc<SaveGame>) -> Task<Vec<(NpcId, NpcMemory)>> {
             }
             future::yield_now().await;
         }
+        // Logged from the thread that did the work, which shows where that was.
+        tracing::debug!(
+            npcs = built.len(),
+            messages = save
+                .npcs
+                .iter()
+                .map(|npc| npc.memory.log.len())
+                .sum::<usize>(),
+            "memory for a load rebuilt off the main thread"
+        );
         built
     })
 }
@@ -205,6 +229,22 @@ impl NpcMemoryLoads {
         }
         self.held.push((npc.clone(), line));
         true
+    }
+
+    /// Takes the lines held for `npc` out, oldest first (an interrupt clearing its
+    /// queue, or a clear, hands them back).
+    pub(crate) fn take_held(&mut self, npc: &NpcId) -> Vec<WaitingLine> {
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(held, _)| held == npc);
+        self.held = kept;
+        taken.into_iter().map(|(_, line)| line).collect()
+    }
+
+    /// Takes every held line out (the app is closing mid-load: nothing will
+    /// answer them).
+    pub(crate) fn take_all_held(&mut self) -> Vec<(NpcId, WaitingLine)> {
+        std::mem::take(&mut self.held)
     }
 
     /// Starts building a recall index over a copy of `messages`, replacing one in

@@ -23,6 +23,7 @@ mod knowledge_bench;
 mod layered_memory;
 mod lifecycle;
 mod load_journal;
+mod load_lines;
 mod loads;
 #[cfg(feature = "local-llm")]
 mod local_llm;

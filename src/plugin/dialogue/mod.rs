@@ -200,9 +200,13 @@ impl<'w> Dialogue<'w, '_> {
         self.bridge.switch(switch);
     }
 
-    /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled.
+    /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled,
+    /// lines held for a load in flight too (they were said to the memory cleared).
     pub(crate) fn clear(&mut self, npc: &NpcId) {
         self.cancel(npc);
+        for line in self.loads.take_held(npc) {
+            self.reject(npc, ReplyError::Cancelled, None, line.text);
+        }
         self.loads.cancel_recall(npc);
         if let Some(mut layers) = self.layers.get_mut(npc) {
             layers.clear();
@@ -313,6 +317,16 @@ impl<'w> Dialogue<'w, '_> {
         }
         for npc in touched {
             self.next_line(&npc);
+        }
+    }
+
+    /// The app is closing with a load in flight: its memory will never be in place,
+    /// so the lines held for it are handed back ([`ReplyError::Cancelled`], the
+    /// text in `unrecorded_line`) rather than dropped with the app.
+    pub(crate) fn hand_back_held(&mut self) {
+        for (npc, line) in self.loads.take_all_held() {
+            tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
+            self.reject(&npc, ReplyError::Cancelled, None, line.text);
         }
     }
 

@@ -290,6 +290,8 @@ pub(crate) fn flush_on_exit(
     if exits.read().next().is_none() {
         return;
     }
+    // A load still in flight never lands; lines held for it are handed back.
+    dialogue.hand_back_held();
     state.refresh(&mut dialogue);
     if let Some(path) = &settings.autosave
         && state.autosave_may_write(path)
