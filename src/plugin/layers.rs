@@ -251,6 +251,20 @@ impl Layers<'_> {
         }
     }
 
+    /// [`retract_lore`](Self::retract_lore) for `npcs` only: those a load's rebuild
+    /// found holding told lore, every other NPC's memory being new.
+    pub(crate) fn retract_lore_in(
+        &mut self,
+        npcs: &[NpcId],
+        current: impl Fn(&str) -> Option<std::sync::Arc<str>>,
+    ) {
+        for npc in npcs {
+            if let Some(mut layers) = self.get_mut(npc) {
+                layers.retract_lore(&current);
+            }
+        }
+    }
+
     /// Takes every NPC's memory out, as loading another slot does; the caller
     /// drops it (off the main thread: a long log takes a while to free).
     pub(crate) fn take_all(&mut self) -> ReplacedMemory {
@@ -278,6 +292,11 @@ impl Layers<'_> {
 }
 
 /// Whether an entry is lore another NPC told, not yet retracted.
+/// Whether `log` holds lore its NPC was told that is not retracted yet.
+pub(crate) fn holds_told_lore(log: &ChatLog) -> bool {
+    log.messages().iter().any(is_told_lore)
+}
+
 fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
     matches!(&message.origin, Origin::Heard(heard)
         if matches!(heard.source, crate::memory::Source::Lore { retracted: false, .. }))

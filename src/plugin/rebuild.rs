@@ -81,7 +81,17 @@ pub(crate) struct PendingLoad {
     pub(crate) generation: u64,
     pub(crate) source: LoadSource,
     pub(crate) save: Arc<SaveGame>,
-    task: Task<Vec<(NpcId, NpcMemory)>>,
+    task: Task<Built>,
+}
+
+/// A load's memory, built off the main thread.
+pub(crate) struct Built {
+    /// Every NPC's memory, recall index included.
+    pub(crate) memories: Vec<(NpcId, NpcMemory)>,
+    /// The NPCs whose log holds lore they were told and that is not retracted:
+    /// only theirs need checking against the lore now in force, so the swap frame
+    /// does not walk every message of every log looking for them.
+    pub(crate) told_lore: Vec<NpcId>,
 }
 
 /// A recall index being built for one NPC.
@@ -107,14 +117,18 @@ pub(crate) static REBUILT_ON: std::sync::Mutex<Vec<std::thread::ThreadId>> =
 
 /// Builds every NPC's memory from `save`, recall indexes included, yielding between
 /// NPCs so other work on the pool (and a cancellation) gets a turn.
-fn build(save: Arc<SaveGame>) -> Task<Vec<(NpcId, NpcMemory)>> {
+fn build(save: Arc<SaveGame>) -> Task<Built> {
     AsyncComputeTaskPool::get().spawn(async move {
         #[cfg(test)]
         REBUILT_ON.lock().unwrap().push(std::thread::current().id());
         let mut built = Vec::with_capacity(save.npcs.len());
+        let mut told_lore = Vec::new();
         for npc in &save.npcs {
             // Checked when the save was read, so this cannot fail.
             if let Ok(memory) = npc.memory.clone().into_memory() {
+                if crate::plugin::layers::holds_told_lore(&memory.log) {
+                    told_lore.push(npc.id.clone());
+                }
                 built.push((npc.id.clone(), memory));
             }
             future::yield_now().await;
@@ -129,7 +143,10 @@ fn build(save: Arc<SaveGame>) -> Task<Vec<(NpcId, NpcMemory)>> {
                 .sum::<usize>(),
             "memory for a load rebuilt off the main thread"
         );
-        built
+        Built {
+            memories: built,
+            told_lore,
+        }
     })
 }
 
@@ -196,7 +213,7 @@ impl NpcMemoryLoads {
     }
 
     /// The load being built, once its memory is ready.
-    pub(crate) fn poll(&mut self) -> Option<(PendingLoad, Vec<(NpcId, NpcMemory)>)> {
+    pub(crate) fn poll(&mut self) -> Option<(PendingLoad, Built)> {
         let mut pending = self.building.take()?;
         match future::block_on(future::poll_once(&mut pending.task)) {
             Some(built) => Some((pending, built)),
@@ -351,8 +368,13 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         };
         assert_eq!(pending.generation, generation);
-        assert_eq!(built.len(), 1);
-        assert_eq!(built[0].1.context.recall().len(), 200, "recall rebuilt");
+        assert_eq!(built.memories.len(), 1);
+        assert_eq!(
+            built.memories[0].1.context.recall().len(),
+            200,
+            "recall rebuilt"
+        );
+        assert!(built.told_lore.is_empty());
         let here = std::thread::current().id();
         let threads = REBUILT_ON.lock().unwrap();
         assert!(!threads.is_empty());

@@ -330,6 +330,17 @@ impl<'w> Dialogue<'w, '_> {
         }
     }
 
+    /// A load's memory was just swapped in, with lore restored from its save: the
+    /// lore told to `told` (the NPCs the rebuild found holding any) is checked
+    /// against the lore now in force, instead of the lore system walking every
+    /// message of every log on the next frame.
+    pub(crate) fn retract_loaded_lore(&mut self, told: &[NpcId]) {
+        self.lore.take_texts_changed();
+        let lore = &self.lore;
+        self.layers
+            .retract_lore_in(told, |id| lore.get(id).map(|entry| entry.text.clone()));
+    }
+
     /// Loads and restores in flight, and the lines held for them.
     pub(crate) fn loads(&mut self) -> &mut NpcMemoryLoads {
         &mut self.loads

@@ -8,10 +8,10 @@ use bevy::tasks::IoTaskPool;
 
 use std::sync::Arc;
 
-use crate::memory::{NpcId, NpcMemory, PersonaPrompt};
+use crate::memory::{NpcId, PersonaPrompt};
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
-use crate::plugin::rebuild::LoadSource;
+use crate::plugin::rebuild::{Built, LoadSource};
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
     read_bounded,
@@ -309,9 +309,13 @@ pub(super) fn replace_memory(
     dialogue: &mut Dialogue,
     state: &mut SaveState,
     save: &SaveGame,
-    built: Vec<(NpcId, NpcMemory)>,
+    built: Built,
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
+    let Built {
+        memories,
+        told_lore,
+    } = built;
     dialogue.cancel_all();
     // Time continues from the save: new lines come after every saved one. A clock
     // the game drives keeps the game's time; each log's own order is still kept,
@@ -326,8 +330,8 @@ pub(super) fn replace_memory(
     dialogue.lore().restore(&save.lore);
     state.lore_revision = dialogue.lore().revision();
     let layers = dialogue.layers();
-    let mut ids = Vec::with_capacity(built.len());
-    for (npc, memory) in built {
+    let mut ids = Vec::with_capacity(memories.len());
+    for (npc, memory) in memories {
         layers.insert(npc.clone(), memory);
         ids.push(npc);
     }
@@ -340,6 +344,7 @@ pub(super) fn replace_memory(
     // Just loaded, so nothing needs saving yet; a live persona that differs from the
     // saved one marks its NPC changed again below.
     layers.take_changed();
+    dialogue.retract_loaded_lore(&told_lore);
     dialogue.reapply_personas(personas);
     for (npc, lines) in waiting {
         dialogue.requeue(&npc, lines);
