@@ -1,7 +1,7 @@
 //! What the plugin costs the game per frame, headless, next to a baseline app
 //! that has the same plugins except `NpcMemoryPlugin`.
 //!
-//! `cargo run --release --example frame_bench [-- --json] [--npcs N] [--executor multi|single|both] [--sets]`
+//! `cargo run --release --example frame_bench [-- --json] [--npcs N] [--executor multi|single|both] [--sets] [--scenario all|load]`
 //!
 //! Two tiny systems bracket the plugin's systems in `Update`: one runs
 //! `.before(NpcMemorySystems::Personas)` and stamps the time, the other runs
@@ -15,6 +15,17 @@
 //! - Scenario B, talking: 100 NPCs each get a line every 20 frames, answered by a
 //!   scripted backend after 50 ms, with a 1 ms sleep between frames so replies
 //!   arrive while frames run. The baseline then runs the same loop without lines.
+//!
+//! - Scenario L, load (`--scenario load`, alone): a save of 100 NPCs × 10,000
+//!   messages of LoCoMo-like synthetic English, recall on, is loaded with
+//!   `LoadMemory` while frames run (1 ms sleep between frames), into NPCs with no
+//!   memory and then again over the loaded memory. Every NPC's recall index is
+//!   rebuilt from its log. Reported: the worst frame and p99 from the request to
+//!   `MemoryLoaded` (and a few frames after), against an idle run of the same app
+//!   with the same memory and frame loop. For comparison, main's synchronous path is
+//!   emulated: one frame whose system rebuilds every NPC's memory from the save
+//!   (`MemoryParts::into_memory`), as main's `finish_io` did on the main thread.
+//!   `--load-npcs N` and `--load-messages N` change the save's size.
 //!
 //! Both scenarios run twice by default: with Bevy's default multi-threaded executor
 //! for `Update` (what a game gets), and with the single-threaded executor, which
@@ -52,6 +63,14 @@ const MAX_CONCURRENT: usize = 128;
 const IDLE_TARGET_US: f64 = 20.0;
 /// Target: no frame in which the plugin's systems take longer than this.
 const FRAME_BUDGET: Duration = Duration::from_millis(1);
+/// NPCs in the load scenario's save.
+const LOAD_NPCS: usize = 100;
+/// Messages per NPC in the load scenario's save.
+const LOAD_MESSAGES: usize = 10_000;
+/// Frames the load scenario's idle run measures.
+const LOAD_IDLE_FRAMES: usize = 500;
+/// Frames measured after `MemoryLoaded`, where the swapped memory settles.
+const LOAD_TAIL_FRAMES: usize = 20;
 /// The plugin's sets, in order.
 const SET_NAMES: [&str; 4] = ["Personas", "Intake", "Collect", "Persist"];
 
@@ -491,10 +510,13 @@ struct Args {
     npcs: usize,
     executors: Vec<Executor>,
     sets: bool,
+    load_only: bool,
+    load_npcs: usize,
+    load_messages: usize,
 }
 
 fn parse_args() -> Args {
-    let usage = "usage: frame_bench [--json] [--npcs N] [--executor multi|single|both] [--sets]";
+    let usage = "usage: frame_bench [--json] [--npcs N] [--executor multi|single|both] [--sets] [--scenario all|load] [--load-npcs N] [--load-messages N]";
     let fail = |why: &str| -> ! {
         eprintln!("{why}\n{usage}");
         std::process::exit(2);
@@ -504,6 +526,15 @@ fn parse_args() -> Args {
         npcs: DEFAULT_NPCS,
         executors: vec![Executor::Multi, Executor::Single],
         sets: false,
+        load_only: false,
+        load_npcs: LOAD_NPCS,
+        load_messages: LOAD_MESSAGES,
+    };
+    let positive = |value: Option<String>, what: &str| -> usize {
+        value
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| fail(&format!("{what} needs a positive number")))
     };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
@@ -525,6 +556,15 @@ fn parse_args() -> Args {
                     _ => fail("--executor takes multi, single or both"),
                 };
             }
+            "--scenario" => {
+                args.load_only = match iter.next().as_deref() {
+                    Some("all") => false,
+                    Some("load") => true,
+                    _ => fail("--scenario takes all or load"),
+                };
+            }
+            "--load-npcs" => args.load_npcs = positive(iter.next(), "--load-npcs"),
+            "--load-messages" => args.load_messages = positive(iter.next(), "--load-messages"),
             "-h" | "--help" => {
                 println!("{usage}");
                 std::process::exit(0);
@@ -672,6 +712,31 @@ fn run_json(run: &Run, npcs: usize) -> Value {
 fn main() {
     let args = parse_args();
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    if args.load_only {
+        let runs: Vec<LoadRun> = args
+            .executors
+            .iter()
+            .map(|executor| run_load(*executor, args.load_npcs, args.load_messages))
+            .collect();
+        if args.json {
+            let report = json!({
+                "release": !cfg!(debug_assertions),
+                "cpus": cpus,
+                "runs": runs.iter().map(LoadRun::json).collect::<Vec<_>>(),
+            });
+            println!("{report}");
+        } else {
+            println!(
+                "frame_bench --scenario load (release build: {}, {cpus} CPUs)",
+                !cfg!(debug_assertions)
+            );
+            println!();
+            for run in &runs {
+                run.print();
+            }
+        }
+        return;
+    }
     let runs: Vec<Run> = args
         .executors
         .iter()
@@ -697,5 +762,371 @@ fn main() {
         for run in &runs {
             print_run(run, args.npcs);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Scenario L: loading a large save while frames run.
+
+/// A tiny deterministic generator, so every run loads the same save.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn pick<'a>(&mut self, words: &[&'a str]) -> &'a str {
+        words[self.next() as usize % words.len()]
+    }
+}
+
+const WHEN: [&str; 8] = [
+    "Yesterday",
+    "Last weekend",
+    "This morning",
+    "Two weeks ago",
+    "On Saturday",
+    "Last summer",
+    "A few days ago",
+    "Back in May",
+];
+const DID: [&str; 16] = [
+    "went hiking",
+    "painted a sunset",
+    "signed up for a pottery class",
+    "adopted a puppy",
+    "ran a charity race",
+    "visited an art museum",
+    "started volunteering at the shelter",
+    "baked bread for the neighbours",
+    "went camping by the river",
+    "joined a book club",
+    "played guitar at an open mic",
+    "planted tomatoes in the garden",
+    "took a photography workshop",
+    "went to a pride parade",
+    "learned to surf",
+    "cooked dinner for my parents",
+];
+const WITH: [&str; 10] = [
+    "my sister",
+    "my mentor",
+    "the kids",
+    "my best friend",
+    "my grandmother",
+    "some coworkers",
+    "my partner",
+    "an old classmate",
+    "my neighbour",
+    "the support group",
+];
+const WHERE: [&str; 10] = [
+    "near the lake",
+    "downtown",
+    "at the community centre",
+    "in the mountains",
+    "at the beach",
+    "in the park",
+    "at the library",
+    "by the old bridge",
+    "at the farmers market",
+    "in the city",
+];
+const FELT: [&str; 10] = [
+    "so relaxed",
+    "really proud",
+    "a bit nervous",
+    "grateful",
+    "inspired",
+    "exhausted but happy",
+    "closer to them",
+    "like myself again",
+    "hopeful about the future",
+    "surprisingly calm",
+];
+
+/// One line of a LoCoMo-like chat between two friends catching up.
+fn locomo_line(rng: &mut Lcg, player: bool) -> String {
+    match (rng.next() % 4, player) {
+        (0, _) => format!(
+            "{} I {} with {} {}, and it made me feel {}.",
+            rng.pick(&WHEN),
+            rng.pick(&DID),
+            rng.pick(&WITH),
+            rng.pick(&WHERE),
+            rng.pick(&FELT)
+        ),
+        (1, true) => format!(
+            "Do you remember when you {} {}? How did {} like it?",
+            rng.pick(&DID),
+            rng.pick(&WHERE),
+            rng.pick(&WITH)
+        ),
+        (1, false) => format!(
+            "That sounds wonderful! I have been meaning to try that since I {}.",
+            rng.pick(&DID)
+        ),
+        (2, _) => format!(
+            "I've been thinking about what {} said {}; I felt {} afterwards.",
+            rng.pick(&WITH),
+            rng.pick(&WHEN).to_lowercase(),
+            rng.pick(&FELT)
+        ),
+        _ => format!(
+            "Next month I want to go back {} and maybe bring {} along.",
+            rng.pick(&WHERE),
+            rng.pick(&WITH)
+        ),
+    }
+}
+
+/// A save of `npcs` NPCs (the ids the bench spawns) with `messages` lines each,
+/// recall on, the window at the end of the log.
+fn big_save(npcs: usize, messages: usize, seed: u64) -> bevy_npc_memory::save::SaveGame {
+    use bevy_npc_memory::memory::{ChatMessage, MemoryParts, NpcMemory, Origin, PersonaPrompt};
+    use bevy_npc_memory::save::{NpcSave, SaveGame};
+    use std::sync::Arc;
+
+    let mut config = MemoryConfig::default();
+    config.features.recall.enabled = true;
+    let persona = PersonaPrompt {
+        name: "Guard".into(),
+        text: "You are a guard in an underground bunker. Answer in one or two sentences.".into(),
+        style: Default::default(),
+    };
+    let empty = NpcMemory::new(persona, &config);
+    let template = MemoryParts::of(&empty.log, &empty.window, &empty.context);
+    let mut rng = Lcg(seed);
+    let saves = (0..npcs)
+        .map(|i| {
+            let mut parts = template.clone();
+            parts.log = (0..messages)
+                .map(|m| ChatMessage {
+                    role: if m % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
+                    content: locomo_line(&mut rng, m % 2 == 0).into(),
+                    index: m as u64,
+                    timestamp: m as f64 * 30.0,
+                    origin: Origin::default(),
+                    speaker: None,
+                })
+                .collect();
+            parts.window_start = messages.saturating_sub(4) as u64;
+            Arc::new(NpcSave::new(NpcId::new(format!("npc{i}")), parts))
+        })
+        .collect();
+    SaveGame::new(saves)
+}
+
+/// Frame times while loading, next to an idle run of the same app.
+struct LoadPass {
+    label: &'static str,
+    /// From `LoadMemory` to `MemoryLoaded`.
+    load_time: Duration,
+    frames_during_load: usize,
+    plugin_bracket: Stats,
+    plugin_frame: Stats,
+}
+
+struct LoadRun {
+    executor: Executor,
+    npcs: usize,
+    messages: usize,
+    save_bytes: u64,
+    idle_bracket: Stats,
+    idle_frame: Stats,
+    passes: Vec<LoadPass>,
+    /// Main's path, emulated: every NPC rebuilt in one frame's system.
+    sync_frame: Duration,
+}
+
+/// Loads `path` while frames run; returns once `MemoryLoaded` (or a failure) came
+/// and a few frames more ran.
+fn load_while_running(app: &mut App, path: &std::path::Path, label: &'static str) -> LoadPass {
+    let loaded_before = app.world().resource::<LoadOutcomes>().loaded;
+    let mut frames = Vec::new();
+    start_recording(app);
+    app.world_mut()
+        .write_message(LoadMemory::new(path.to_owned()));
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(600);
+    let mut load_time = None;
+    let mut frames_during_load = 0;
+    let mut tail = 0;
+    while tail < LOAD_TAIL_FRAMES {
+        frames.push(timed_update(app));
+        let outcomes = app.world().resource::<LoadOutcomes>();
+        assert_eq!(outcomes.failed, 0, "the load failed");
+        match load_time {
+            None if outcomes.loaded > loaded_before => load_time = Some(started.elapsed()),
+            None => frames_during_load += 1,
+            Some(_) => tail += 1,
+        }
+        assert!(Instant::now() < deadline, "the load took over 10 minutes");
+        std::thread::sleep(FRAME_SLEEP);
+    }
+    let (plugin_bracket, _) = stop_recording(app);
+    LoadPass {
+        label,
+        load_time: load_time.expect("loaded"),
+        frames_during_load,
+        plugin_bracket,
+        plugin_frame: Stats::of(&frames),
+    }
+}
+
+#[derive(Resource, Default)]
+struct LoadOutcomes {
+    loaded: usize,
+    failed: usize,
+}
+
+fn count_loads(
+    mut outcomes: ResMut<LoadOutcomes>,
+    mut loaded: MessageReader<MemoryLoaded>,
+    mut failed: MessageReader<MemoryLoadFailed>,
+) {
+    outcomes.loaded += loaded.read().count();
+    outcomes.failed += failed.read().count();
+}
+
+/// The save main's `finish_io` rebuilt on the main thread, and whether to do it
+/// this frame.
+#[derive(Resource, Default)]
+struct SyncRebuild {
+    save: Option<std::sync::Arc<bevy_npc_memory::save::SaveGame>>,
+    run: bool,
+}
+
+/// Main's path, emulated: every NPC's memory rebuilt inside one frame's system,
+/// as main's `replace_memory` did.
+fn sync_rebuild(mut rebuild: ResMut<SyncRebuild>) {
+    if !std::mem::take(&mut rebuild.run) {
+        return;
+    }
+    let Some(save) = &rebuild.save else {
+        return;
+    };
+    let built: Vec<_> = save
+        .npcs
+        .iter()
+        .filter_map(|npc| npc.memory.clone().into_memory().ok())
+        .collect();
+    std::hint::black_box(&built);
+}
+
+fn run_load(executor: Executor, npcs: usize, messages: usize) -> LoadRun {
+    let dir = std::env::temp_dir().join(format!("frame-bench-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp folder");
+    let first = dir.join("first.json");
+    let second = dir.join("second.json");
+    let save = big_save(npcs, messages, 7);
+    save.write_to(&first, u64::MAX)
+        .expect("the save is written");
+    big_save(npcs, messages, 11)
+        .write_to(&second, u64::MAX)
+        .expect("the save is written");
+    let save_bytes = std::fs::metadata(&first).map_or(0, |m| m.len());
+
+    let backend = ScriptedBackend::new();
+    let mut app = build_app(Some(&backend), executor, false);
+    app.init_resource::<LoadOutcomes>()
+        .insert_resource(SyncRebuild {
+            save: Some(std::sync::Arc::new(save)),
+            run: false,
+        })
+        .add_systems(
+            Update,
+            (
+                count_loads.after(NpcMemorySystems::Persist),
+                sync_rebuild.before(NpcMemorySystems::Personas),
+            ),
+        );
+    spawn_npcs(&mut app, npcs);
+    warm_up(&mut app);
+
+    let into_empty = load_while_running(&mut app, &first, "into empty NPCs");
+    let over_loaded = load_while_running(&mut app, &second, "over the loaded memory");
+
+    // Idle, with the same memory and the same frame loop.
+    let mut idle_frames = Vec::with_capacity(LOAD_IDLE_FRAMES);
+    start_recording(&mut app);
+    for _ in 0..LOAD_IDLE_FRAMES {
+        idle_frames.push(timed_update(&mut app));
+        std::thread::sleep(FRAME_SLEEP);
+    }
+    let (idle_bracket, _) = stop_recording(&mut app);
+
+    app.world_mut().resource_mut::<SyncRebuild>().run = true;
+    let sync_frame = timed_update(&mut app);
+    std::fs::remove_dir_all(&dir).ok();
+    LoadRun {
+        executor,
+        npcs,
+        messages,
+        save_bytes,
+        idle_bracket,
+        idle_frame: Stats::of(&idle_frames),
+        passes: vec![into_empty, over_loaded],
+        sync_frame,
+    }
+}
+
+impl LoadRun {
+    fn print(&self) {
+        println!(
+            "== {} executor: load a save of {} NPCs × {} messages ({:.1} MB JSON, recall on) while frames run ==",
+            self.executor.name(),
+            self.npcs,
+            self.messages,
+            self.save_bytes as f64 / 1e6
+        );
+        header();
+        stats_row("idle: plugin systems (bracket)", &self.idle_bracket);
+        stats_row("idle: whole frame", &self.idle_frame);
+        for pass in &self.passes {
+            println!(
+                "  load {}: MemoryLoaded after {:.2} s, {} frames ran meanwhile",
+                pass.label,
+                pass.load_time.as_secs_f64(),
+                pass.frames_during_load
+            );
+            stats_row("  plugin systems (bracket)", &pass.plugin_bracket);
+            stats_row("  whole frame", &pass.plugin_frame);
+        }
+        println!(
+            "  main's synchronous path (emulated, every NPC rebuilt in one frame): that frame took {:.1} ms",
+            self.sync_frame.as_secs_f64() * 1e3
+        );
+        println!();
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "executor": self.executor.name(),
+            "npcs": self.npcs,
+            "messages_per_npc": self.messages,
+            "save_bytes": self.save_bytes,
+            "idle": {
+                "plugin_bracket": self.idle_bracket.json(),
+                "plugin_frame": self.idle_frame.json(),
+            },
+            "loads": self.passes.iter().map(|pass| json!({
+                "label": pass.label,
+                "load_time_s": round2(pass.load_time.as_secs_f64()),
+                "frames_during_load": pass.frames_during_load,
+                "plugin_bracket": pass.plugin_bracket.json(),
+                "plugin_frame": pass.plugin_frame.json(),
+            })).collect::<Vec<_>>(),
+            "sync_path_frame_ms": round2(self.sync_frame.as_secs_f64() * 1e3),
+        })
     }
 }

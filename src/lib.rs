@@ -129,7 +129,8 @@ mod trace;
 
 pub use plugin::{
     ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,
-    NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, SaveSettings,
+    NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, RECALL_BUILD_OFF_THREAD,
+    SaveSettings,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -154,11 +155,11 @@ pub mod prelude {
     pub use crate::plugin::{
         ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
         LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored,
-        MemorySaveFailed, MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryPlugin,
-        NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
-        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
+        MemorySaveFailed, MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryLoads,
+        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied,
+        NpcReplyDelta, NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona,
+        ReconfigureNpcMemory, RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows,
+        SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
     // What NPCs know beyond their own conversation.
     pub use crate::plugin::{

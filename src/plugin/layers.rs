@@ -148,6 +148,13 @@ pub(crate) struct MemoryChanges {
     pub(crate) dirty: HashSet<NpcId>,
 }
 
+/// Every NPC's memory, taken out to be dropped.
+pub(crate) struct ReplacedMemory {
+    _logs: HashMap<NpcId, ChatLog>,
+    _windows: HashMap<NpcId, RollingWindow>,
+    _contexts: HashMap<NpcId, ContextMemory>,
+}
+
 /// Mutable access to all three layers, for the pipeline's systems. Every mutable
 /// access marks the NPC as changed, so autosave never misses a change.
 #[derive(SystemParam)]
@@ -244,12 +251,29 @@ impl Layers<'_> {
         }
     }
 
-    /// Forgets every NPC's memory, as loading another slot does.
-    pub(crate) fn remove_all(&mut self) {
-        self.logs.0.clear();
-        self.windows.0.clear();
-        self.contexts.0.clear();
+    /// [`retract_lore`](Self::retract_lore) for `npcs` only: those a load's rebuild
+    /// found holding told lore, every other NPC's memory being new.
+    pub(crate) fn retract_lore_in(
+        &mut self,
+        npcs: &[NpcId],
+        current: impl Fn(&str) -> Option<std::sync::Arc<str>>,
+    ) {
+        for npc in npcs {
+            if let Some(mut layers) = self.get_mut(npc) {
+                layers.retract_lore(&current);
+            }
+        }
+    }
+
+    /// Takes every NPC's memory out, as loading another slot does; the caller
+    /// drops it (off the main thread: a long log takes a while to free).
+    pub(crate) fn take_all(&mut self) -> ReplacedMemory {
         self.changes.dirty.clear();
+        ReplacedMemory {
+            _logs: std::mem::take(&mut self.logs.0),
+            _windows: std::mem::take(&mut self.windows.0),
+            _contexts: std::mem::take(&mut self.contexts.0),
+        }
     }
 
     /// Ids of the NPCs changed since `take_changed` was last called.
@@ -268,6 +292,11 @@ impl Layers<'_> {
 }
 
 /// Whether an entry is lore another NPC told, not yet retracted.
+/// Whether `log` holds lore its NPC was told that is not retracted yet.
+pub(crate) fn holds_told_lore(log: &ChatLog) -> bool {
+    log.messages().iter().any(is_told_lore)
+}
+
 fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
     matches!(&message.origin, Origin::Heard(heard)
         if matches!(heard.source, crate::memory::Source::Lore { retracted: false, .. }))

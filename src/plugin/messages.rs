@@ -226,7 +226,10 @@ impl RemovePinnedFact {
 ///
 /// Lines waiting in the queue carry on, the next one starting at once, unless
 /// `clear_queue` is set: then each fails with [`ReplyError::Interrupted`] (with
-/// `kept: None`) and its text in `unrecorded_line`. An NPC that is not answering is
+/// `kept: None`) and its text in `unrecorded_line`. Lines held for a load in
+/// flight ([`NpcMemoryLoads`](crate::prelude::NpcMemoryLoads)) are waiting lines
+/// too: kept and answered by the loaded memory, or, with `clear_queue`, handed
+/// back the same way (with no turn). An NPC that is not answering is
 /// left alone (apart from its queue, when cleared). Within one frame, interrupts
 /// are applied before new [`TalkToNpc`] lines, so "stop, and hear this instead"
 /// sent together works as meant.
@@ -384,7 +387,8 @@ pub enum ReplyError {
     /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
-    /// The NPC's memory was cleared before the line was answered.
+    /// The NPC's memory was cleared (or replaced by a load) before the line was
+    /// answered, or the app closed while the line was held for a load in flight.
     #[error("the NPC's memory was cleared before it answered")]
     Cancelled,
     /// The game interrupted the reply ([`InterruptNpc`]), or dropped the waiting

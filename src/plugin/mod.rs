@@ -13,6 +13,7 @@ mod messages;
 mod npc_commands;
 mod npc_state;
 mod persona;
+mod rebuild;
 mod requests;
 mod saves;
 mod settings;
@@ -41,6 +42,7 @@ pub use messages::{
 pub use npc_commands::NpcCommandsExt;
 pub use npc_state::{NpcEntities, NpcState};
 pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
+pub use rebuild::{NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
 pub use requests::NpcRequests;
 pub use saves::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
@@ -60,8 +62,9 @@ use crate::memory::MemoryFeatures;
 /// replies the frame they arrive.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NpcMemorySystems {
-    /// A memory snapshot the game put in is restored; personas that were spawned,
-    /// loaded or edited reach their NPC's memory.
+    /// Loads asked for and memory snapshots the game put in start (their memory is
+    /// built off the main thread), finished ones are swapped in; personas that were
+    /// spawned, loaded or edited reach their NPC's memory.
     Personas,
     /// Player lines, clears, reconfigurations and summary requests are taken;
     /// requests start.
@@ -257,6 +260,7 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<ContextMemoryManager>()
             .init_resource::<layers::MemoryChanges>()
             .init_resource::<NpcRequests>()
+            .init_resource::<NpcMemoryLoads>()
             .init_resource::<persona::PersonaBindings>()
             .init_resource::<NpcEntities>()
             .init_asset::<Persona>()
@@ -287,7 +291,12 @@ impl Plugin for NpcMemoryPlugin {
             .add_systems(
                 Update,
                 (
-                    (saves::restore_snapshot, systems::apply_personas)
+                    (
+                        saves::restore_snapshot,
+                        saves::take_loads,
+                        saves::finish_loads,
+                        systems::apply_personas,
+                    )
                         .chain()
                         .in_set(NpcMemorySystems::Personas),
                     (knowledge::take_knowledge, systems::take_requests)

@@ -54,6 +54,10 @@ pub enum LoadError {
         /// Which field, and what is wrong with it.
         invalid: InvalidField,
     },
+    /// A newer load or restore was asked for before this one was in place; the
+    /// newest wins, and this one's memory was not used.
+    #[error("a newer load replaced this one before it was in place")]
+    Superseded,
 }
 
 /// Longest parser message kept in [`LoadError::Malformed`], in characters. Parsers
@@ -78,7 +82,10 @@ impl LoadError {
             | LoadError::Malformed(_)
             | LoadError::Inconsistent(_)
             | LoadError::Invalid { .. } => true,
-            LoadError::NotFound | LoadError::Io(_) | LoadError::UnsupportedVersion { .. } => false,
+            LoadError::NotFound
+            | LoadError::Io(_)
+            | LoadError::UnsupportedVersion { .. }
+            | LoadError::Superseded => false,
         }
     }
 }

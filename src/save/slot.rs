@@ -49,7 +49,7 @@ pub(crate) struct Recovered {
     /// Why the main file was not used, when the backup was.
     pub recovered_from: Option<UnusableSave>,
     /// What the slot holds on disk, for autosave to append to: only for the main
-    /// file in this build's format.
+    /// file in this build's format. [`load_slot`] takes it into its `Journals`.
     pub journal: Option<SlotJournal>,
     /// The journal, when it could not be replayed whole.
     pub journal_report: Option<JournalReport>,
@@ -148,8 +148,29 @@ pub(crate) struct NotRecovered {
 /// back to `path.bak`; a damaged backup is moved aside too. An `Io` error or a
 /// newer build's file stops here, leaving both files as they are: loading the older
 /// backup would let the next autosave replace the newer file.
-pub(crate) fn load_slot(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovered>> {
-    with_path_lock(path, || load_locked(path, max_bytes))
+///
+/// What the slot holds on disk is recorded in `journals` under the same path lock
+/// as the read (kept only with `keep_journal`, for an autosave slot; forgotten
+/// otherwise, and when the load fails). So `journals` always describes the disk: a
+/// write that lands after this read, however long the loaded memory then takes to
+/// be built and swapped in, appends to what the read saw or replaces it whole, and
+/// never to a journal of the memory the load replaces. The slot's journal is
+/// replayed here too, on the caller's (IO) thread.
+pub(crate) fn load_slot(
+    path: &Path,
+    max_bytes: u64,
+    journals: &Journals,
+    keep_journal: bool,
+) -> Result<Recovered, Box<NotRecovered>> {
+    with_path_lock(path, || {
+        let mut loaded = load_locked(path, max_bytes);
+        let held = match &mut loaded {
+            Ok(recovered) => recovered.journal.take().filter(|_| keep_journal),
+            Err(_) => None,
+        };
+        journals.set(path, held);
+        loaded
+    })
 }
 
 fn load_locked(path: &Path, max_bytes: u64) -> Result<Recovered, Box<NotRecovered>> {
@@ -376,7 +397,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::write(&path, b"{ half").unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Ok(loaded) = load_slot(&path, 1024) else {
+        let Ok(loaded) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("the backup loads")
         };
         assert_eq!(loaded.read, backup_path(&path));
@@ -394,7 +415,7 @@ mod tests {
         let future = br#"{"format_version": 99}"#;
         fs::write(&path, future).unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("a newer file is not replaced by its backup")
         };
         assert_eq!(
@@ -416,7 +437,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::create_dir(&path).unwrap();
         fs::write(backup_path(&path), good()).unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("a folder is not a save")
         };
         assert!(
@@ -434,7 +455,7 @@ mod tests {
         let path = dir.join("s.json");
         fs::write(&path, b"").unwrap();
         fs::write(backup_path(&path), b"\xff").unwrap();
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("nothing loads")
         };
         assert_eq!(failed.error, LoadError::Empty);
@@ -450,7 +471,7 @@ mod tests {
     fn a_missing_main_file_falls_back_and_says_so() {
         let dir = temp_dir("missing");
         let path = dir.join("s.json");
-        let Err(failed) = load_slot(&path, 1024) else {
+        let Err(failed) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("there is nothing to load")
         };
         assert_eq!(
@@ -458,7 +479,7 @@ mod tests {
             (LoadError::NotFound, None, None)
         );
         fs::write(backup_path(&path), good()).unwrap();
-        let Ok(loaded) = load_slot(&path, 1024) else {
+        let Ok(loaded) = load_slot(&path, 1024, &Journals::default(), false) else {
             panic!("the backup loads")
         };
         assert_eq!(loaded.recovered_from.unwrap().error, LoadError::NotFound);

@@ -330,6 +330,35 @@ fn lore_told_out_of_scope_carries_its_source_and_goes_when_the_world_changes() {
     assert!(!marta.contains(THORIUM), "{marta} {shared:?}");
 }
 
+/// A save whose log holds lore told with a text the save's own lore no longer has
+/// (edited by hand here): the load checks the told lore of the NPCs its rebuild
+/// found holding any, and retracts it, as a live lore change would.
+#[test]
+fn told_lore_a_loaded_save_no_longer_backs_is_retracted_on_load() {
+    let mut h = lore_told();
+    let dir = temp_dir("told-lore-load");
+    let path = dir.join("slot.json");
+    h.save_to(&path);
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let entries = saved["lore"]["entries"].as_array_mut().unwrap();
+    let reactor = entries.iter_mut().find(|e| e["id"] == "reactor").unwrap();
+    reactor["text"] = "The reactor was shut down.".into();
+    std::fs::write(&path, serde_json::to_vec(&saved).unwrap()).unwrap();
+
+    h.load_ok(&path);
+    h.app.update();
+    assert_eq!(
+        told_lore_source(&h),
+        Source::Lore {
+            entry: "reactor".into(),
+            retracted: true
+        }
+    );
+    assert!(!prompt(&h, "rusty").contains(THORIUM));
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn removed_lore_goes_from_the_prompts_it_was_told_into() {
     let mut h = lore_told();

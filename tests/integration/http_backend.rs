@@ -1,14 +1,12 @@
 //! The OpenAI-compatible backend against a scripted server on 127.0.0.1: faults,
 //! retries, streaming, usage, hostile servers, and no credential in any output.
 
-use std::io::Write;
-
-use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::fake_llm::{
     FakeLlm, FakeReply, Flood, completion, http_date, reply_request, stream_events,
 };
+use crate::support::logs::captured_logs;
 use crate::support::{Harness, persona, read_trace, temp_dir};
 use bevy_npc_memory::backends::{
     ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy,
@@ -27,37 +25,6 @@ const TEXT_BOUND: usize = 2_000;
 const KEY: &str = "sk-test-0451-DO-NOT-LEAK";
 
 /// Everything the crate logs in this test binary, at every level.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static INIT: Once = Once::new();
-    static mut LOGS: Option<Arc<Mutex<Vec<u8>>>> = None;
-    #[derive(Clone)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    INIT.call_once(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = Sink(logs.clone());
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || sink.clone())
-            .init();
-        // SAFETY: written once, before any reader, inside `call_once`.
-        unsafe { LOGS = Some(logs) };
-    });
-    // SAFETY: initialised above and never written again.
-    #[allow(static_mut_refs)]
-    unsafe {
-        LOGS.clone().unwrap()
-    }
-}
-
 struct Setup {
     h: Harness,
     server: FakeLlm,

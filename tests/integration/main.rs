@@ -22,6 +22,9 @@ mod knowledge;
 mod knowledge_bench;
 mod layered_memory;
 mod lifecycle;
+mod load_journal;
+mod load_lines;
+mod loads;
 #[cfg(feature = "local-llm")]
 mod local_llm;
 mod lore;

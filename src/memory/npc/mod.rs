@@ -420,6 +420,37 @@ impl LayersMut<'_> {
         }
     }
 
+    /// Messages recall would have to index if it were switched on now: the part of
+    /// the log its index has not seen. Switching recall on for a long log costs
+    /// about 5 µs per message, so a game may build the index elsewhere first
+    /// ([`RecallIndex::from_log`](super::log::recall::RecallIndex::from_log)) and
+    /// hand it over with [`switch_recall_on`](Self::switch_recall_on).
+    pub fn recall_backlog(&self) -> usize {
+        self.log.len().saturating_sub(self.context.recall.len())
+    }
+
+    /// Switches recall on with `index`, built elsewhere from the start of this
+    /// log (by [`RecallIndex::from_log`](super::log::recall::RecallIndex::from_log)
+    /// over a copy of it). What the current index knows of forgetting and access
+    /// counts is kept, and messages logged since the copy are indexed here. Returns
+    /// `false`, changing nothing, when `index` covers more messages than the log
+    /// holds (the log was cleared meanwhile).
+    pub fn switch_recall_on(
+        &mut self,
+        mut index: super::log::recall::RecallIndex,
+        recall: super::log::recall::RecallConfig,
+    ) -> bool {
+        if index.len() > self.log.len() {
+            return false;
+        }
+        index.restore_state(&self.context.recall.state());
+        self.context.recall = index;
+        self.context.features.recall = recall;
+        self.context.features.recall.enabled = true;
+        self.sync_recall();
+        true
+    }
+
     /// Replaces the persona, keeping the summary, and rewrites the system prompt.
     pub fn set_persona(&mut self, persona: PersonaPrompt) {
         self.context.persona = persona;

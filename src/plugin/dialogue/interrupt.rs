@@ -5,7 +5,8 @@ use crate::memory::{LogIndex, NpcId};
 use crate::plugin::messages::{NpcReplyFailed, ReplyError};
 
 impl Dialogue<'_, '_> {
-    /// Stops the NPC's reply in flight, and its waiting lines if `clear_queue`.
+    /// Stops the NPC's reply in flight, and its waiting lines if `clear_queue`
+    /// (lines held for a load in flight included).
     ///
     /// The player's line stays in memory. The part of the reply already passed on
     /// as deltas is recorded as the NPC's reply, through the same core call a whole
@@ -34,6 +35,12 @@ impl Dialogue<'_, '_> {
             for line in dropped {
                 let error = ReplyError::Interrupted { kept: None };
                 self.reject(npc, error, Some(line.turn), line.text);
+            }
+            // Lines held for a load in flight are waiting lines too: handed back
+            // the same way, after the older ones, never answered later.
+            for line in self.loads.take_held(npc) {
+                let error = ReplyError::Interrupted { kept: None };
+                self.reject(npc, error, None, line.text);
             }
         }
         self.next_line(npc);

@@ -19,6 +19,7 @@ use super::layers::Layers;
 use super::lore::NpcLore;
 use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use super::persona::{Persona, PersonaBindings, persona_config};
+use super::rebuild::{BuiltRecall, NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
 use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
@@ -43,6 +44,7 @@ pub(crate) struct Dialogue<'w, 's> {
     bindings: ResMut<'w, PersonaBindings>,
     usage: ResMut<'w, LlmUsage>,
     lore: ResMut<'w, NpcLore>,
+    loads: ResMut<'w, NpcMemoryLoads>,
     out: Outbox<'w, 's>,
 }
 
@@ -68,9 +70,27 @@ impl<'w> Dialogue<'w, '_> {
 
     /// A player line: answered now, queued, or handed back. A private line is
     /// never passed on to another NPC; the line keeps its speaker while it waits.
+    ///
+    /// While a load is in flight the line is held for the loaded memory (see
+    /// [`release_held`](Self::release_held)): answering it from the memory about to
+    /// be replaced would lose it with that memory.
     pub(crate) fn say(&mut self, npc: &NpcId, line: WaitingLine) {
-        let readiness = self.readiness(npc);
         let rules = self.rules();
+        if self.loads.is_loading() {
+            if let Some(error) = super::requests::unfit_line(&line.text, rules) {
+                return self.reject(npc, error, None, line.text);
+            }
+            let text = line.text.clone();
+            if !self.loads.hold(npc, line, rules.max_queued_lines) {
+                let error = ReplyError::Busy {
+                    npc: npc.clone(),
+                    queued: rules.max_queued_lines,
+                };
+                self.reject(npc, error, None, text);
+            }
+            return;
+        }
+        let readiness = self.readiness(npc);
         match self.requests.offer(npc, line, &readiness, rules) {
             Offer::Start(line) => self.answer(npc, line),
             // Waiting lines are saved with the NPC's memory.
@@ -180,9 +200,14 @@ impl<'w> Dialogue<'w, '_> {
         self.bridge.switch(switch);
     }
 
-    /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled.
+    /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled,
+    /// lines held for a load in flight too (they were said to the memory cleared).
     pub(crate) fn clear(&mut self, npc: &NpcId) {
         self.cancel(npc);
+        for line in self.loads.take_held(npc) {
+            self.reject(npc, ReplyError::Cancelled, None, line.text);
+        }
+        self.loads.cancel_recall(npc);
         if let Some(mut layers) = self.layers.get_mut(npc) {
             layers.clear();
         }
@@ -209,13 +234,116 @@ impl<'w> Dialogue<'w, '_> {
         }
     }
 
+    /// Applies a new configuration. Switching recall on for a log with a long
+    /// backlog ([`RECALL_BUILD_OFF_THREAD`] messages or more) builds the index off
+    /// the main thread: everything else applies at once, and the NPC answers without
+    /// recall until the index is in place ([`install_recall`](Self::install_recall)).
+    /// A newer reconfiguration replaces a build in flight.
     pub(crate) fn reconfigure(&mut self, npc: &NpcId, config: &MemoryConfig) {
+        self.loads.cancel_recall(npc);
         let Some(mut layers) = self.layers.get_mut(npc) else {
             return;
         };
-        let reconfigured = layers.reconfigure(config);
+        let switching_on =
+            config.features.recall.enabled && !layers.context.features().recall.enabled;
+        let reconfigured = if switching_on && layers.recall_backlog() >= RECALL_BUILD_OFF_THREAD {
+            let mut now = config.clone();
+            now.features.recall.enabled = false;
+            let reconfigured = layers.reconfigure(&now);
+            let messages = layers.log.messages().to_vec();
+            self.loads
+                .build_recall(npc, messages, config.features.recall.clone());
+            reconfigured
+        } else {
+            layers.reconfigure(config)
+        };
         self.report_overflow(npc, reconfigured.overflow);
         self.send_summary(npc, reconfigured.summary);
+    }
+
+    /// Hands finished recall indexes to their NPCs. One whose log was cleared or
+    /// replaced meanwhile is dropped.
+    pub(crate) fn install_recall(&mut self) {
+        for BuiltRecall {
+            npc,
+            covers: (len, last),
+            config,
+            index,
+        } in self.loads.finished_recall()
+        {
+            let Some(mut layers) = self.layers.get_mut(&npc) else {
+                continue;
+            };
+            let same_log = match (&last, len.checked_sub(1)) {
+                (Some(text), Some(at)) => layers
+                    .log
+                    .messages()
+                    .get(at)
+                    .is_some_and(|m| Arc::ptr_eq(&m.content, text)),
+                _ => true,
+            };
+            if same_log {
+                layers.switch_recall_on(index, config);
+            }
+        }
+    }
+
+    /// A load in flight ended: the lines held for it go to the memory now in use
+    /// (the loaded one, or the old one when the load failed), after any lines the
+    /// save brought back. They were accepted when said, so only a line for an NPC
+    /// that cannot answer at all is handed back.
+    pub(crate) fn release_held(&mut self, lines: Vec<(NpcId, WaitingLine)>) {
+        let mut touched = Vec::new();
+        for (npc, line) in lines {
+            match self.readiness(&npc) {
+                Readiness::Ready | Readiness::Loading => {
+                    self.requests.restore(&npc, line);
+                    self.layers.mark_changed(&npc);
+                    if !touched.contains(&npc) {
+                        touched.push(npc);
+                    }
+                }
+                Readiness::Failed(reason) => {
+                    let error = ReplyError::PersonaUnavailable {
+                        npc: npc.clone(),
+                        reason,
+                    };
+                    self.reject(&npc, error, None, line.text);
+                }
+                Readiness::Unknown => {
+                    self.reject(&npc, ReplyError::UnknownNpc(npc.clone()), None, line.text)
+                }
+            }
+        }
+        for npc in touched {
+            self.next_line(&npc);
+        }
+    }
+
+    /// The app is closing with a load in flight: its memory will never be in place,
+    /// so the lines held for it are handed back ([`ReplyError::Cancelled`], the
+    /// text in `unrecorded_line`) rather than dropped with the app.
+    pub(crate) fn hand_back_held(&mut self) {
+        for (npc, line) in self.loads.take_all_held() {
+            tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
+            self.reject(&npc, ReplyError::Cancelled, None, line.text);
+        }
+    }
+
+    /// A load's memory was just swapped in, with lore restored from its save: the
+    /// lore told to `told` (the NPCs the rebuild found holding any) is checked
+    /// against the lore now in force, instead of the lore system walking every
+    /// message of every log on the next frame.
+    pub(crate) fn retract_loaded_lore(&mut self, told: &[NpcId]) {
+        self.lore.take_texts_changed();
+        let lore = &self.lore;
+        self.layers
+            .retract_lore_in(told, |id| lore.get(id).map(|entry| entry.text.clone()));
+    }
+
+    /// Loads and restores in flight, and the lines held for them.
+    pub(crate) fn loads(&mut self) -> &mut NpcMemoryLoads {
+        &mut self.loads
     }
 
     pub(crate) fn summarize_now(&mut self, npc: &NpcId) {

@@ -23,7 +23,7 @@ pub use messages::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
     MemoryRestored, MemorySaveFailed, MemorySaved, ResumeAutosave, SaveMemory, SaveSettings,
 };
-pub(crate) use restore::{keep_snapshot_current, restore_snapshot};
+pub(crate) use restore::{finish_loads, keep_snapshot_current, restore_snapshot, take_loads};
 pub use snapshot::NpcMemorySnapshot;
 pub(crate) use systems::{
     autosave, finish_io, flush_on_exit, load_autosave_slot, take_save_requests,

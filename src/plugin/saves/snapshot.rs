@@ -140,6 +140,14 @@ impl NpcMemorySnapshot {
         matches!(self.state, SnapshotState::Arrived(_))
     }
 
+    /// The snapshot put in from outside, while it waits to be restored.
+    pub(super) fn arrived(&self) -> Option<&Arc<SaveGame>> {
+        match &self.state {
+            SnapshotState::Arrived(save) => Some(save),
+            _ => None,
+        }
+    }
+
     pub(super) fn holds(&self, save: &Arc<SaveGame>) -> bool {
         matches!(&self.state, SnapshotState::Current(current) if Arc::ptr_eq(current, save))
     }

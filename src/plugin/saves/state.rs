@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::memory::{MemoryParts, NpcId};
+use crate::memory::{NpcId, NpcMemory};
 use crate::plugin::dialogue::Dialogue;
 use crate::save::{
     Journals, LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket,
@@ -26,13 +26,15 @@ pub(super) enum IoDone {
         result: Result<Option<usize>, SaveError>,
     },
     Loaded {
+        /// Which load asked, so that only the newest is used.
+        generation: u64,
         path: PathBuf,
         result: Result<Box<Recovered>, Box<NotRecovered>>,
     },
     Imported {
         path: PathBuf,
         npc: NpcId,
-        result: Result<Box<MemoryParts>, LoadError>,
+        result: Result<Box<NpcMemory>, LoadError>,
     },
 }
 
@@ -91,6 +93,9 @@ pub(crate) struct SaveState {
     pub(super) trusted: HashSet<PathBuf>,
     /// Files autosave leaves alone until the game resumes them.
     pub(super) paused: HashSet<PathBuf>,
+    /// A load or restore is in flight: the memory in use is about to be replaced,
+    /// so autosave does not write it.
+    pub(super) loading: bool,
     pub(super) sender: Sender<IoDone>,
     pub(super) receiver: Receiver<IoDone>,
     /// What each slot holds on disk, for autosave to append only what changed.
@@ -119,6 +124,7 @@ impl Default for SaveState {
             reads: HashMap::new(),
             trusted: HashSet::new(),
             paused: HashSet::new(),
+            loading: false,
             sender,
             receiver,
             journals: Journals::default(),
@@ -183,14 +189,19 @@ impl SaveState {
     }
 
     /// The memory just became `save`'s (a load or a restore): nothing needs saving.
-    pub(super) fn replaced_by(&mut self, save: &SaveGame) {
-        self.snapshot = save
+    /// Returns the snapshots it replaced, for the caller to drop off the main thread.
+    pub(super) fn replaced_by(&mut self, save: &SaveGame) -> impl Send + use<> {
+        let snapshot = save
             .npcs
             .iter()
             .map(|npc| (npc.id.clone(), npc.clone()))
             .collect();
-        self.latest = None;
+        let replaced = (
+            std::mem::replace(&mut self.snapshot, snapshot),
+            self.latest.take(),
+        );
         self.autosave_due = false;
+        replaced
     }
 
     pub(super) fn reading(&self) -> bool {
@@ -211,12 +222,35 @@ impl SaveState {
     }
 
     pub(super) fn autosave_may_write(&self, path: &Path) -> bool {
-        !self.reading() && !self.paused.contains(path)
+        !self.reading() && !self.loading && !self.paused.contains(path)
     }
 
     pub(super) fn resume(&mut self, path: &Path) {
         self.paused.remove(path);
         self.trusted.insert(path.to_path_buf());
+    }
+
+    /// Cancels the autosave to `path` in flight if its task has not started it yet:
+    /// a load of `path` is starting, and that write holds the memory the load
+    /// replaces. One already running finishes under the path lock before the load
+    /// reads the file. The task still reports back (skipped), freeing the slot.
+    pub(super) fn cancel_autosave_to(&mut self, path: &Path) {
+        if let Some(flight) = &self.in_flight
+            && flight.job.autosave
+            && flight.job.path == path
+        {
+            flight.ticket.cancel();
+        }
+    }
+
+    /// Forgets what the slot at `path` holds, so autosave writes it whole next
+    /// time: on the IO pool, under the path lock, since the copy of the memory it
+    /// holds can be large to free.
+    pub(super) fn forget_journal(&self, path: PathBuf) {
+        let journals = self.journals.clone();
+        IoTaskPool::get()
+            .spawn(async move { with_path_lock(&path, || journals.set(&path, None)) })
+            .detach();
     }
 
     /// Stops autosave writing `path`, including autosaves already queued for it.
@@ -281,10 +315,13 @@ impl SaveState {
         if self.in_flight.is_some() {
             return;
         }
+        // Autosaves wait while a load is in flight: they hold the memory being
+        // replaced, and one on the file being loaded would land on it after it
+        // was read. The game's own saves go ahead.
         let Some(index) = self
             .queue
             .iter()
-            .position(|job| !self.reads.contains_key(&job.path))
+            .position(|job| !self.reads.contains_key(&job.path) && !(job.autosave && self.loading))
         else {
             return;
         };

@@ -6,12 +6,15 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 
+use std::sync::Arc;
+
 use crate::memory::{NpcId, PersonaPrompt};
 use crate::plugin::dialogue::Dialogue;
 use crate::plugin::persona::Persona;
+use crate::plugin::rebuild::{Built, LoadSource};
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
-    load_slot, read_bounded,
+    read_bounded,
 };
 
 use super::messages::{
@@ -20,11 +23,10 @@ use super::messages::{
 };
 use super::state::{IoDone, SaveState, WriteJob};
 
-/// The messages that ask for saves, loads and imports.
+/// The messages that ask for saves and imports (loads: `take_loads`).
 #[derive(SystemParam)]
 pub(crate) struct SaveRequests<'w, 's> {
     saves: MessageReader<'w, 's, SaveMemory>,
-    loads: MessageReader<'w, 's, LoadMemory>,
     resumes: MessageReader<'w, 's, ResumeAutosave>,
     imports: MessageReader<'w, 's, ImportUnitySave>,
 }
@@ -54,16 +56,6 @@ pub(crate) fn take_save_requests(
             state.queue_write(job);
         }
     }
-    for LoadMemory { path } in requests.loads.read() {
-        state.begin_read(path);
-        let (path, sender) = (path.clone(), state.sender.clone());
-        IoTaskPool::get()
-            .spawn(async move {
-                let result = load_slot(&path, max_bytes).map(Box::new);
-                let _ = sender.send(IoDone::Loaded { path, result });
-            })
-            .detach();
-    }
     for ImportUnitySave { path, npc } in requests.imports.read() {
         state.begin_read(path);
         let (persona, config) = match dialogue.layers().parts(npc) {
@@ -84,7 +76,13 @@ pub(crate) fn take_save_requests(
                     let text = std::str::from_utf8(&bytes).map_err(|e| LoadError::NotText {
                         offset: e.valid_up_to(),
                     })?;
-                    import_unity_save(text, persona, config).map(Box::new)
+                    // Built here, recall index and all, not on the main thread.
+                    import_unity_save(text, persona, config).and_then(|parts| {
+                        parts
+                            .into_memory()
+                            .map(Box::new)
+                            .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))
+                    })
                 });
                 let _ = sender.send(IoDone::Imported { path, npc, result });
             })
@@ -136,13 +134,7 @@ pub(crate) struct SaveOutbox<'w> {
     load_failed: MessageWriter<'w, MemoryLoadFailed>,
 }
 
-pub(crate) fn finish_io(
-    mut dialogue: Dialogue,
-    mut state: ResMut<SaveState>,
-    mut settings: ResMut<SaveSettings>,
-    personas: Res<Assets<Persona>>,
-    mut out: SaveOutbox,
-) {
+pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mut out: SaveOutbox) {
     while let Ok(done) = state.receiver.try_recv() {
         match done {
             IoDone::Saved {
@@ -159,44 +151,41 @@ pub(crate) fn finish_io(
                 state.in_flight = None;
                 saved(&mut state, &mut out, path, npcs, autosave, result);
             }
-            IoDone::Loaded { path, result } => {
+            IoDone::Loaded {
+                generation,
+                path,
+                result,
+            } => {
                 state.end_read(&path);
+                // A newer load was asked for meanwhile: it wins, this one is dropped.
+                if !dialogue.loads().is_newest(generation) {
+                    dialogue.loads().replaced(LoadSource::File {
+                        read: path.clone(),
+                        path,
+                        recovered_from: None,
+                        journal: None,
+                    });
+                    continue;
+                }
                 match result {
                     Ok(recovered) => {
                         let Recovered {
                             read,
                             save,
                             recovered_from,
-                            journal,
+                            // Recorded by `load_slot` under the path lock.
+                            journal: _,
                             journal_report,
                         } = *recovered;
-                        // Autosave appends to what the slot holds; from a backup
-                        // or an older format it writes a whole snapshot first.
-                        state
-                            .journals
-                            .set(&path, journal.filter(|_| settings.autosave.is_some()));
-                        state.resume(&path);
-                        // Snapshots of the memory this load replaces must not land
-                        // on the file just read.
-                        state
-                            .queue
-                            .retain(|job| !(job.autosave && job.path == path));
-                        let npcs = replace_memory(&mut dialogue, &mut state, &save, &personas);
-                        if let Some(from) = &recovered_from {
-                            tracing::warn!("restored {} from its backup: {from}", read.display());
-                        }
-                        if settings.autosave.is_some() {
-                            settings.autosave = Some(path);
-                        }
-                        if let Some(report) = &journal_report {
-                            tracing::warn!("loaded {}, but {report}", read.display());
-                        }
-                        out.loaded.write(MemoryLoaded {
-                            path: read,
-                            npcs,
+                        // Every NPC's memory is built off the main thread;
+                        // `finish_loads` swaps it in when it is ready.
+                        let source = LoadSource::File {
+                            path,
+                            read,
                             recovered_from,
                             journal: journal_report,
-                        });
+                        };
+                        dialogue.loads().build(generation, source, Arc::new(save));
                     }
                     Err(failed) => {
                         let NotRecovered {
@@ -217,19 +206,17 @@ pub(crate) fn finish_io(
                         };
                         tracing::error!("{failure}");
                         out.load_failed.write(failure);
+                        // The memory in use stays, and answers the lines held.
+                        let held = dialogue.loads().end(generation, false);
+                        dialogue.release_held(held);
                     }
                 }
             }
             IoDone::Imported { path, npc, result } => {
                 state.end_read(&path);
-                let memory = result.and_then(|parts| {
-                    parts
-                        .into_memory()
-                        .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))
-                });
-                match memory {
+                match result {
                     Ok(memory) => {
-                        dialogue.layers().insert(npc.clone(), memory);
+                        dialogue.layers().insert(npc.clone(), *memory);
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],
@@ -250,6 +237,7 @@ pub(crate) fn finish_io(
             }
         }
     }
+    state.loading = dialogue.loads().is_loading();
     state.start_next_write();
 }
 
@@ -276,8 +264,8 @@ fn saved(
                 autosave,
             });
         }
-        // A task skips only when the exit flush took its write over; its id no longer
-        // matches, so this is not reached.
+        // A task skips when the exit flush took its write over (its id no longer
+        // matches, so this is not reached) or a load of its file cancelled it.
         Ok(None) => {}
         Err(error) => {
             if error == SaveError::Unread {
@@ -302,6 +290,8 @@ pub(crate) fn flush_on_exit(
     if exits.read().next().is_none() {
         return;
     }
+    // A load still in flight never lands; lines held for it are handed back.
+    dialogue.hand_back_held();
     state.refresh(&mut dialogue);
     if let Some(path) = &settings.autosave
         && state.autosave_may_write(path)
@@ -313,40 +303,48 @@ pub(crate) fn flush_on_exit(
     state.finish_writes();
 }
 
-/// Swaps every NPC's memory for a save's; returns the NPCs it held.
+/// Swaps every NPC's memory for a save's, `built` from it off the main thread;
+/// returns the NPCs it held. The memory replaced is dropped off the main thread too.
 pub(super) fn replace_memory(
     dialogue: &mut Dialogue,
     state: &mut SaveState,
     save: &SaveGame,
+    built: Built,
     personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
+    let Built {
+        memories,
+        told_lore,
+    } = built;
     dialogue.cancel_all();
     // Time continues from the save: new lines come after every saved one. A clock
     // the game drives keeps the game's time; each log's own order is still kept,
     // since the core never stamps a line before the newest one in its log.
     let newest = save.newest_stamp();
     dialogue.clock_mut().restore(save.clock, newest);
-    dialogue.layers().remove_all();
-    state.replaced_by(save);
+    let replaced = (dialogue.layers().take_all(), state.replaced_by(save));
+    bevy::tasks::AsyncComputeTaskPool::get()
+        .spawn(async move { drop(replaced) })
+        .detach();
     // The saved lore changes win over the files, as the player left the world.
     dialogue.lore().restore(&save.lore);
     state.lore_revision = dialogue.lore().revision();
     let layers = dialogue.layers();
-    let mut ids = Vec::with_capacity(save.npcs.len());
-    let mut waiting = Vec::new();
-    for npc in &save.npcs {
-        // Checked when the save was read, so this cannot fail.
-        if let Ok(memory) = npc.memory.clone().into_memory() {
-            layers.insert(npc.id.clone(), memory);
-            ids.push(npc.id.clone());
-            if !npc.queued.is_empty() {
-                waiting.push((npc.id.clone(), npc.waiting_lines()));
-            }
-        }
+    let mut ids = Vec::with_capacity(memories.len());
+    for (npc, memory) in memories {
+        layers.insert(npc.clone(), memory);
+        ids.push(npc);
     }
+    let waiting: Vec<_> = save
+        .npcs
+        .iter()
+        .filter(|npc| !npc.queued.is_empty() && layers.contains(&npc.id))
+        .map(|npc| (npc.id.clone(), npc.waiting_lines()))
+        .collect();
     // Just loaded, so nothing needs saving yet; a live persona that differs from the
     // saved one marks its NPC changed again below.
     layers.take_changed();
+    dialogue.retract_loaded_lore(&told_lore);
     dialogue.reapply_personas(personas);
     for (npc, lines) in waiting {
         dialogue.requeue(&npc, lines);

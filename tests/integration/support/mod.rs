@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod fake_llm;
 pub mod held;
+pub mod logs;
 
 use std::time::{Duration, Instant};
 
