@@ -239,7 +239,7 @@ fn a_summary_that_waited_covers_everything_uncovered_when_it_is_sent() {
         .map(|m| m.content.to_string())
         .collect();
     assert!(transcript.contains("line 6"), "{transcript}");
-    let outcome = layers.finish_summary(job.id, Ok("All seven lines."), Duration::ZERO);
+    let outcome = layers.finish_summary(job.id, Ok("All seven lines."), std::time::Duration::ZERO);
     assert!(matches!(outcome, SummaryOutcome::Updated(_)));
     assert_eq!(layers.context().covered_until(), 7);
     // A job that is gone is not rebuilt.

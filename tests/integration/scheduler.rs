@@ -218,9 +218,10 @@ fn no_minute_holds_more_requests_than_the_budget_and_every_line_is_answered() {
             h.say(npc, &format!("Line {line} for {npc}."));
         }
     }
-    // Requests sent in each simulated second.
-    let mut per_second = Vec::new();
-    let mut sent = 0;
+    // Requests sent in each simulated second, from second 0 (the spawns' frames).
+    settle(&mut h, &backend);
+    let mut sent = scheduler(&h).requests_sent();
+    let mut per_second = vec![sent];
     while !(h.inbox::<NpcReplied>().len() == 12
         && h.app.world().resource::<NpcRequests>().is_idle())
     {
