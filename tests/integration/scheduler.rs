@@ -169,9 +169,11 @@ fn a_foreground_reply_overtakes_queued_background_summaries() {
         h.say(npc, "Status report.");
     }
     // Three replies, then the first summary holds the only slot and two wait.
-    h.run_until("the first summary is held, two wait", |w| {
+    let seen = backend.clone();
+    h.run_until("the first summary is held, two wait", move |w| {
         w.resource::<NpcMemoryScheduler>().deferred_summaries() == 2
             && w.resource::<Inbox<NpcReplied>>().0.len() == 3
+            && seen.count() == 4
     });
     assert_eq!(backend.sent().last().map(|s| s.0), Some(Purpose::Summary));
     assert_eq!(

@@ -13,16 +13,9 @@ use crate::plugin::schedule::{Entry, Work, WorkKind};
 use crate::plugin::telemetry::TelemetryEvent;
 
 impl Dialogue<'_, '_> {
-    /// Starts the scheduler's frame: its clock reads real time once.
-    pub(crate) fn begin_schedule(&mut self) {
-        let now = self.time.elapsed();
-        self.scheduler.begin(now, &self.settings.schedule);
-    }
-
     /// Sends queued requests while a slot is free and the scheduler allows. Costs
     /// O(log n) per request sent, nothing per idle NPC.
     pub(crate) fn dispatch(&mut self) {
-        self.begin_schedule();
         let max = self.settings.max_concurrent_requests.max(1);
         while self.requests.running() < max {
             let Some(entry) = self.scheduler.next(&self.settings.schedule, &self.requests) else {
@@ -82,7 +75,6 @@ impl Dialogue<'_, '_> {
         purpose: Purpose,
         retry_after: Option<Duration>,
     ) -> bool {
-        self.begin_schedule();
         let settings = &self.settings.schedule;
         let pause = self.scheduler.rate_limited(retry_after, settings);
         let resend = self.requests.resend(npc, task, settings.rate_limit_retries);

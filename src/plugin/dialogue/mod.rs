@@ -46,8 +46,6 @@ pub(crate) struct Dialogue<'w, 's> {
     usage: ResMut<'w, LlmUsage>,
     lore: ResMut<'w, NpcLore>,
     scheduler: ResMut<'w, NpcMemoryScheduler>,
-    /// The scheduler paces requests in real time: provider limits count it.
-    time: Res<'w, Time<Real>>,
     out: Outbox<'w, 's>,
 }
 

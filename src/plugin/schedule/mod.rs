@@ -372,8 +372,21 @@ pub(crate) fn plugin(app: &mut App) {
         .add_observer(on_tier_removed)
         .add_systems(
             Update,
-            take_tier_messages.in_set(super::NpcMemorySystems::Intake),
+            (
+                tick.before(super::NpcMemorySystems::Personas),
+                take_tier_messages.in_set(super::NpcMemorySystems::Intake),
+            ),
         );
+}
+
+/// The scheduler's clock reads real time once, before anything is queued this
+/// frame, so work queued and sent in the same frame has waited zero.
+fn tick(
+    mut scheduler: ResMut<NpcMemoryScheduler>,
+    time: Res<Time<Real>>,
+    settings: Res<super::NpcMemorySettings>,
+) {
+    scheduler.begin(time.elapsed(), &settings.schedule);
 }
 
 fn take_tier_messages(
