@@ -161,6 +161,10 @@ pub mod prelude {
         ReconfigureNpcMemory, RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows,
         SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
+    // When requests go: tiers, budget, and the scheduler's state.
+    pub use crate::plugin::{
+        BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier,
+    };
     // What NPCs know beyond their own conversation.
     pub use crate::plugin::{
         About, FactKnower, Knower, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge,

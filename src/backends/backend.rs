@@ -133,6 +133,19 @@ impl ChatResponse {
     }
 }
 
+impl BackendError {
+    /// For a rate limit (HTTP 429, from [`RateLimited`](Self::RateLimited) or a
+    /// backend's plain [`Http`](Self::Http) status), the wait the provider asked
+    /// for, if any; `None` for every other error.
+    pub fn rate_limit(&self) -> Option<Option<Duration>> {
+        match self {
+            BackendError::RateLimited { retry_after, .. } => Some(*retry_after),
+            BackendError::Http { status: 429, .. } => Some(None),
+            _ => None,
+        }
+    }
+}
+
 /// Token counts reported by a provider.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
@@ -177,6 +190,18 @@ pub enum BackendError {
         backend: String,
         /// The HTTP status.
         status: u16,
+        /// The provider's explanation, if any.
+        reason: String,
+    },
+    /// The provider refused the request for now (HTTP 429): too many requests or
+    /// tokens. The plugin's scheduler pauses every request until `retry_after`
+    /// (or a doubling wait without it) and sends this one again.
+    #[error("{backend} is rate limiting requests{}: {reason}", retry_after.map(|d| format!(" (retry after {d:?})")).unwrap_or_default())]
+    RateLimited {
+        /// The backend's name.
+        backend: String,
+        /// How long the provider asked to wait, from its `Retry-After` header.
+        retry_after: Option<Duration>,
         /// The provider's explanation, if any.
         reason: String,
     },

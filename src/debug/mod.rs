@@ -9,6 +9,8 @@ mod layered;
 mod panel;
 mod report;
 #[cfg(feature = "debug-ui")]
+mod schedule;
+#[cfg(feature = "debug-ui")]
 mod section;
 
 pub use crate::plugin::{

@@ -118,6 +118,7 @@ struct Sources<'w> {
     usage: Res<'w, LlmUsage>,
     saves: Res<'w, SaveSettings>,
     lore: Option<Res<'w, crate::plugin::NpcLore>>,
+    scheduler: Option<Res<'w, crate::plugin::NpcMemoryScheduler>>,
 }
 
 #[derive(SystemParam)]
@@ -212,6 +213,9 @@ fn draw_panel(
                 state.focus_frames = 0;
             }
             draw_status(ui, &report);
+            if let Some(scheduler) = &sources.scheduler {
+                super::schedule::draw_schedule(ui, scheduler, &report.npc);
+            }
             draw_actions(ui, &mut state, &report, &mut actions);
             ui.separator();
             egui::ScrollArea::vertical()

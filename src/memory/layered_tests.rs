@@ -211,3 +211,55 @@ fn a_custom_date_format_reaches_segment_spans_and_recall_headings() {
         "no default dates: {system}"
     );
 }
+
+#[test]
+fn a_summary_that_waited_covers_everything_uncovered_when_it_is_sent() {
+    let config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layers = memory.layers();
+    let mut job = None;
+    for i in 0..4 {
+        job = job.or(layers.say(format!("line {i}"), i as f64).summary);
+    }
+    let job = job.expect("the threshold of 4 made a summary due");
+    assert_eq!(job.covered, 0..4);
+    // The job waits; three more messages arrive meanwhile and start no second job.
+    for i in 4..7 {
+        assert!(layers.say(format!("line {i}"), i as f64).summary.is_none());
+    }
+    let sent = layers.summary_job_now(job.id).expect("still in flight");
+    assert_eq!(sent.id, job.id);
+    assert_eq!(sent.covered, 0..7, "one request covers all seven");
+    let transcript: String = sent
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert!(transcript.contains("line 6"), "{transcript}");
+    let outcome = layers.finish_summary(job.id, Ok("All seven lines."), std::time::Duration::ZERO);
+    assert!(matches!(outcome, SummaryOutcome::Updated(_)));
+    assert_eq!(layers.context().covered_until(), 7);
+    // A job that is gone is not rebuilt.
+    assert!(layers.summary_job_now(job.id).is_none());
+}
+
+#[test]
+fn a_deferred_fold_never_covers_more_than_a_hard_cap_at_once() {
+    let config = MemoryConfig {
+        summary_threshold: Some(2),
+        ..MemoryConfig::with_window(4)
+    };
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layers = memory.layers();
+    let mut job = None;
+    for i in 0..40 {
+        job = job.or(layers.say(format!("line {i}"), i as f64).summary);
+    }
+    let job = job.expect("due");
+    let cap = layers.window().hard_cap() as LogIndex;
+    let sent = layers.summary_job_now(job.id).expect("in flight");
+    assert_eq!(sent.covered, 0..cap);
+}

@@ -27,8 +27,9 @@ use crate::memory::{NpcId, shorten_to_chars};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TaskId(u64);
 
-/// A request in flight. Dropping it cancels the request, which is how requests
-/// still running when the app closes are abandoned rather than waited for.
+/// A request in flight, or queued in the scheduler and not sent yet. Dropping it
+/// cancels the request, which is how requests still running when the app closes
+/// are abandoned rather than waited for.
 #[derive(Debug)]
 pub(crate) struct Ticket {
     pub(crate) id: TaskId,
@@ -41,6 +42,8 @@ pub(crate) struct Ticket {
     reason = "each handle is held only so that dropping it cancels"
 )]
 enum Running {
+    /// Waiting in the scheduler: nothing runs yet, so nothing needs stopping.
+    Queued,
     /// Bevy's tasks stop when their handle is dropped.
     Pool(Task<()>),
     #[cfg(feature = "http")]
@@ -50,6 +53,20 @@ enum Running {
 impl Ticket {
     pub(crate) fn cancel(self) {
         drop(self);
+    }
+
+    /// A ticket for request `id` waiting in the scheduler (again, after a rate
+    /// limit, or for the first time).
+    pub(crate) fn queued(id: TaskId) -> Self {
+        Self {
+            id,
+            _running: Running::Queued,
+        }
+    }
+
+    /// Whether the request still waits in the scheduler.
+    pub(crate) fn is_queued(&self) -> bool {
+        matches!(self._running, Running::Queued)
     }
 }
 
@@ -86,6 +103,8 @@ pub(crate) struct LlmBridge {
     /// switches them too.
     summary_backend: Option<Arc<dyn ChatBackend>>,
     timeout: Duration,
+    /// A backstop only: the scheduler already sends no more than this many at
+    /// once, so requests wait in its priority order, not in the semaphore's.
     slots: Arc<Semaphore>,
     next_task: u64,
 }
@@ -136,11 +155,16 @@ impl LlmBridge {
         }
     }
 
-    /// Starts a request and returns at once. The request waits for a slot under the
-    /// global concurrency cap before its timeout starts.
-    pub(crate) fn spawn(&mut self, request: ChatRequest) -> Ticket {
-        let task = TaskId(self.next_task);
+    /// A ticket for a request the scheduler holds until it may be sent.
+    pub(crate) fn reserve(&mut self) -> Ticket {
+        let id = TaskId(self.next_task);
         self.next_task += 1;
+        Ticket::queued(id)
+    }
+
+    /// Starts the request `task` was reserved for and returns at once. The request
+    /// waits for a slot under the global concurrency cap before its timeout starts.
+    pub(crate) fn spawn(&mut self, task: TaskId, request: ChatRequest) -> Ticket {
         let npc = request.npc.clone();
         let purpose = request.purpose();
         let progress = match purpose {
@@ -163,7 +187,7 @@ impl LlmBridge {
         let sender = self.sender.clone();
         let slots = self.slots.clone();
         let work = async move {
-            let _slot = slots.acquire_arc().await;
+            let slot = slots.acquire_arc().await;
             let started = Instant::now();
             let call = CatchPanic::call(&*backend, request, progress.clone());
             let timed_out = async {
@@ -174,6 +198,9 @@ impl LlmBridge {
                 })
             };
             let result = future::or(call, timed_out).await;
+            // Free the slot before reporting: the scheduler counts this request as
+            // running until it applies the result, and may then send the next.
+            drop(slot);
             // The receiver only goes away with the app; nothing is left to tell then.
             let _ = sender.send(TaskEvent::Done(Finished {
                 npc,

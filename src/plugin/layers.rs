@@ -170,6 +170,16 @@ impl Layers<'_> {
         self.contexts.0.contains_key(npc)
     }
 
+    /// Whether the NPC's window is one exchange (a line and its reply) from its
+    /// hard cap, past which unsummarized messages would leave the prompt.
+    /// Read-only, so it marks nothing changed.
+    pub(crate) fn window_nearly_full(&self, npc: &NpcId) -> bool {
+        let (Some(window), Some(log)) = (self.windows.0.get(npc), self.logs.0.get(npc)) else {
+            return false;
+        };
+        window.len(log) + 1 >= window.hard_cap()
+    }
+
     pub(crate) fn get_mut(&mut self, npc: &NpcId) -> Option<LayersMut<'_>> {
         if !self.contains(npc) {
             return None;

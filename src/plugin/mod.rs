@@ -16,6 +16,7 @@ mod persona;
 mod rebuild;
 mod requests;
 mod saves;
+mod schedule;
 mod settings;
 mod systems;
 mod telemetry;
@@ -49,6 +50,7 @@ pub use saves::{
     MemoryRestored, MemorySaveFailed, MemorySaved, NpcMemorySnapshot, ResumeAutosave, SaveMemory,
     SaveSettings,
 };
+pub use schedule::{BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier};
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
 pub use turn::TurnId;
@@ -302,7 +304,9 @@ impl Plugin for NpcMemoryPlugin {
                     (knowledge::take_knowledge, systems::take_requests)
                         .chain()
                         .in_set(NpcMemorySystems::Intake),
-                    systems::collect_results.in_set(NpcMemorySystems::Collect),
+                    (systems::collect_results, systems::dispatch_requests)
+                        .chain()
+                        .in_set(NpcMemorySystems::Collect),
                     (
                         saves::take_save_requests,
                         saves::autosave,
@@ -325,6 +329,7 @@ impl Plugin for NpcMemoryPlugin {
         knowledge::plugin(app);
         lore::plugin(app, self.lore_files.clone());
         usage::plugin(app);
+        schedule::plugin(app);
         #[cfg(feature = "local-llm")]
         local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());
     }

@@ -25,6 +25,7 @@ use crate::memory::{
 ///     features: (recall: true, pinned_facts: true, segments: true,
 ///                prompt_budget: 2000, forgetting: false), // optional, each optional
 ///     groups: ["crew"],              // optional: which group lore this NPC knows
+///     tier: Some(Background),        // optional: how urgent its summaries are
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,6 +59,12 @@ pub struct Persona {
     /// ([`LoreScope::Group`](crate::memory::LoreScope::Group)). None by default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// This NPC's default [`MemoryTier`](crate::prelude::MemoryTier), e.g.
+    /// `tier: Some(Background)` for a crowd NPC; the game's
+    /// [`MemoryTier`](crate::prelude::MemoryTier) component or
+    /// [`SetMemoryTier`](crate::prelude::SetMemoryTier) overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<super::schedule::MemoryTier>,
 }
 
 /// Most groups one persona may name.
@@ -143,7 +150,14 @@ impl Persona {
             summary_threshold: None,
             features: PersonaFeatures::default(),
             groups: Vec::new(),
+            tier: None,
         }
+    }
+
+    /// Gives this NPC a default [`MemoryTier`](crate::prelude::MemoryTier).
+    pub fn with_tier(mut self, tier: super::schedule::MemoryTier) -> Self {
+        self.tier = Some(tier);
+        self
     }
 
     /// Makes this NPC a member of these groups, for group lore.

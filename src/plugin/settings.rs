@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
+use super::schedule::ScheduleSettings;
 use crate::memory::{LoreLimits, MemoryConfig};
 
 /// Settings of the whole plugin. Change the resource at run time to affect NPCs
@@ -27,8 +28,8 @@ pub struct NpcMemorySettings {
     /// How long a backend request may take, retries included, before it fails with
     /// a timeout. Time spent waiting for a concurrency slot does not count.
     pub request_timeout: Duration,
-    /// Requests that may run at once over all NPCs; more wait their turn. Read when
-    /// the plugin is built.
+    /// Requests that may run at once over all NPCs; more wait their turn in the
+    /// scheduler's order (replies first).
     pub max_concurrent_requests: usize,
     /// Most main-thread time per frame spent applying finished requests. A burst of
     /// replies beyond it is applied over the next frames, so it never stalls one.
@@ -36,6 +37,9 @@ pub struct NpcMemorySettings {
     /// How much lore one reply may carry when the NPC has no prompt budget; under
     /// a budget, lore is also held to its share of it.
     pub lore: LoreLimits,
+    /// When requests go: a per-minute budget, the pause after rate limits, and
+    /// how long background NPCs' summaries wait. Unlimited by default.
+    pub schedule: ScheduleSettings,
 }
 
 impl Default for NpcMemorySettings {
@@ -49,6 +53,7 @@ impl Default for NpcMemorySettings {
             max_concurrent_requests: 4,
             collect_budget: Duration::from_micros(500),
             lore: LoreLimits::default(),
+            schedule: ScheduleSettings::default(),
         }
     }
 }

@@ -99,3 +99,8 @@ pub(crate) fn take_requests(
 pub(crate) fn collect_results(mut dialogue: Dialogue) {
     dialogue.collect();
 }
+
+/// Queued requests go out, in the scheduler's order, within its budget.
+pub(crate) fn dispatch_requests(mut dialogue: Dialogue) {
+    dialogue.dispatch();
+}

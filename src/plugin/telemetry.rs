@@ -17,9 +17,10 @@ pub use crate::trace::TELEMETRY_TARGET;
 
 /// One telemetry record. In the JSON-lines file each is one object whose `event`
 /// field names the variant: `request`, `response`, `summary_updated`, `reply_cut`,
-/// `degraded`.
+/// `degraded`, `deferred`, `backoff`. More may come, so matches need a `_` arm.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TelemetryEvent {
     /// A request was sent to a backend.
     Request {
@@ -90,6 +91,34 @@ pub enum TelemetryEvent {
         chars: usize,
         /// Characters kept.
         kept: usize,
+    },
+    /// A request waited in the scheduler before it was sent: behind replies and
+    /// more urgent NPCs, for the budget, after a rate limit, or, for a background
+    /// NPC's summary, on purpose, to cover more messages at once.
+    Deferred {
+        /// For whom.
+        npc: NpcId,
+        /// Reply or summary.
+        purpose: Purpose,
+        /// How long it waited, in milliseconds of real time.
+        waited_ms: f64,
+        /// Requests still queued after it.
+        queue_depth: usize,
+    },
+    /// A provider rate-limited a request (HTTP 429): the scheduler pauses every
+    /// request.
+    Backoff {
+        /// Whose request.
+        npc: NpcId,
+        /// Reply or summary.
+        purpose: Purpose,
+        /// How long dispatch pauses from now, in milliseconds.
+        pause_ms: f64,
+        /// Whether the provider said how long (`Retry-After`).
+        retry_after: bool,
+        /// Whether the request was queued again; otherwise it failed, having been
+        /// rate limited too often.
+        requeued: bool,
     },
     /// Memory lost quality.
     Degraded {
@@ -334,6 +363,25 @@ fn log_event(event: &TelemetryEvent) {
         ),
         TelemetryEvent::Degraded { npc, reason, .. } => tracing::warn!(
             target: TELEMETRY_TARGET, %npc, %reason, "[Memory] degraded"
+        ),
+        TelemetryEvent::Deferred {
+            npc,
+            purpose,
+            waited_ms,
+            queue_depth,
+        } => tracing::debug!(
+            target: TELEMETRY_TARGET, %npc, purpose = purpose.as_str(), waited_ms,
+            queue_depth, "[Memory] sent after waiting in the scheduler"
+        ),
+        TelemetryEvent::Backoff {
+            npc,
+            purpose,
+            pause_ms,
+            retry_after,
+            requeued,
+        } => tracing::warn!(
+            target: TELEMETRY_TARGET, %npc, purpose = purpose.as_str(), pause_ms,
+            retry_after, requeued, "[Memory] rate limited; every request pauses"
         ),
     }
 }

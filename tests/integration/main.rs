@@ -34,6 +34,7 @@ mod personas;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;
+mod scheduler;
 mod shift_change;
 mod speakers;
 mod telemetry;

@@ -397,6 +397,14 @@ impl Inner {
         let backend = self.config.provider.clone();
         let (error, retryable) = match status.as_u16() {
             401 | 403 => (BackendError::Auth { backend }, false),
+            429 => (
+                BackendError::RateLimited {
+                    backend,
+                    retry_after,
+                    reason: self.error_reason(body, over),
+                },
+                true,
+            ),
             code => {
                 let retryable = matches!(code, 408 | 429 | 500..=599);
                 (

@@ -57,6 +57,25 @@ impl LayersMut<'_> {
         Some(job_for_in_flight(self.log, self.context))
     }
 
+    /// The job in flight, rebuilt just before it is sent, or `None` when job `id`
+    /// is no longer in flight (the memory was cleared or reloaded meanwhile).
+    ///
+    /// A job that waited (a scheduler deferred it, or the rate limit held it back)
+    /// is widened first: a fold then covers every message still uncovered, up to a
+    /// hard cap's worth, so one request does what several stale ones would have.
+    /// Compactions and retries keep their range: the segments or messages they name
+    /// do not change while they wait.
+    pub fn summary_job_now(&mut self, id: SummaryJobId) -> Option<SummaryJob> {
+        let hard_cap = self.window.hard_cap() as LogIndex;
+        let log_end = self.log.next_index();
+        let job = self.context.in_flight.as_mut().filter(|job| job.id == id)?;
+        if job.kind == SummaryKind::Fold && job.attempt == 1 {
+            let end = log_end.min(job.covered.start.saturating_add(hard_cap));
+            job.covered.end = job.covered.end.max(end);
+        }
+        Some(job_for_in_flight(self.log, self.context))
+    }
+
     /// Applies a summary result: the model's text, or why the request failed.
     pub fn finish_summary(
         &mut self,

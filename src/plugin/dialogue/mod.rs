@@ -1,6 +1,7 @@
 //! Game events in, memory changes and requests out: each event is one call into
 //! the memory core, whose answer says which requests to send and what to report.
 
+mod dispatch;
 mod interrupt;
 mod knowledge;
 mod outbox;
@@ -21,6 +22,7 @@ use super::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend
 use super::persona::{Persona, PersonaBindings, persona_config};
 use super::rebuild::{BuiltRecall, NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
 use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
+use super::schedule::NpcMemoryScheduler;
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
 use super::turn::TurnId;
@@ -45,6 +47,7 @@ pub(crate) struct Dialogue<'w, 's> {
     usage: ResMut<'w, LlmUsage>,
     lore: ResMut<'w, NpcLore>,
     loads: ResMut<'w, NpcMemoryLoads>,
+    scheduler: ResMut<'w, NpcMemoryScheduler>,
     out: Outbox<'w, 's>,
 }
 
@@ -160,22 +163,26 @@ impl<'w> Dialogue<'w, '_> {
             kind: RequestKind::Reply(input),
             messages,
         };
-        self.trace_request(&request);
-        let ticket = self.bridge.spawn(request);
+        let ticket = self.bridge.reserve();
+        self.scheduler.queue_reply(npc, ticket.id, request);
         self.requests.start_reply(npc, ticket, turn);
     }
 
+    /// Queues a summary that became due; it is built when the scheduler sends it.
+    /// Without one, a summary the NPC has held back goes now if its window is full:
+    /// past the hard cap messages would leave the prompt unsummarized.
     fn send_summary(&mut self, npc: &NpcId, job: Option<SummaryJob>) {
         let Some(job) = job else {
+            if self.scheduler.holds_back(npc) && self.layers.window_nearly_full(npc) {
+                self.scheduler.hurry(npc);
+            }
             return;
         };
-        let request = ChatRequest {
-            npc: npc.clone(),
-            kind: RequestKind::Summary(job.input),
-            messages: job.messages,
-        };
-        self.trace_request(&request);
-        let ticket = self.bridge.spawn(request);
+        let tokens = estimate_prompt_tokens(&job.messages) as u64;
+        let ticket = self.bridge.reserve();
+        let settings = &self.settings.schedule;
+        self.scheduler
+            .queue_summary(npc, ticket.id, job.id, tokens, settings);
         self.requests.start_summary(npc, ticket, job.id);
     }
 
@@ -214,6 +221,7 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     fn cancel(&mut self, npc: &NpcId) {
+        self.scheduler.forget(npc);
         let cancelled = self.requests.cancel(npc);
         if !cancelled.waiting.is_empty() {
             self.layers.mark_changed(npc);
@@ -232,6 +240,7 @@ impl<'w> Dialogue<'w, '_> {
         for npc in self.requests.npcs() {
             self.cancel(&npc);
         }
+        self.scheduler.forget_all();
     }
 
     /// Applies a new configuration. Switching recall on for a log with a long
@@ -346,8 +355,12 @@ impl<'w> Dialogue<'w, '_> {
         &mut self.loads
     }
 
+    /// A summary now: a new one, or the one held back, which goes at once.
     pub(crate) fn summarize_now(&mut self, npc: &NpcId) {
         let job = self.layers.get_mut(npc).and_then(|mut l| l.summarize_now());
+        if job.is_none() {
+            self.scheduler.hurry(npc);
+        }
         self.send_summary(npc, job);
     }
 
@@ -462,6 +475,7 @@ impl<'w> Dialogue<'w, '_> {
 
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
         self.lore.set_groups(npc, &persona.groups);
+        self.scheduler.set_persona_tier(npc, persona.tier);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);

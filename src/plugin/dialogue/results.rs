@@ -44,6 +44,19 @@ impl Dialogue<'_, '_> {
             latency,
             retries,
         } = done;
+        if let Err(error) = &result
+            && let Some(retry_after) = error.rate_limit()
+        {
+            let purpose = if self.requests.reply_task(&npc) == Some(task) {
+                Purpose::Reply
+            } else {
+                Purpose::Summary
+            };
+            if self.rate_limited(&npc, task, purpose, retry_after) {
+                return;
+            }
+        }
+        self.paced(&result);
         let Some(finished) = self.requests.finish(&npc, task) else {
             return;
         };

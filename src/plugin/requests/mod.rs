@@ -1,12 +1,14 @@
 //! What each NPC is doing: its requests in flight and the player's lines waiting.
 
 mod policy;
+mod sending;
 
 use std::collections::{HashMap, VecDeque};
 
 use bevy::prelude::*;
 
 pub(crate) use policy::{LineRules, Offer, QueuedLine, Readiness, unfit_line};
+pub(crate) use sending::Resend;
 
 use super::bridge::{TaskId, Ticket};
 use super::npc_state::NpcState;
@@ -21,6 +23,8 @@ use policy::LineQueue;
 pub struct NpcRequests {
     npcs: HashMap<NpcId, NpcSlot>,
     in_flight: usize,
+    /// Requests of `in_flight` sent to a backend, not waiting in the scheduler.
+    running: usize,
     queued: usize,
     turns: TurnCounter,
 }
@@ -28,17 +32,31 @@ pub struct NpcRequests {
 #[derive(Default, Debug)]
 struct NpcSlot {
     reply: Option<ReplyInFlight>,
-    /// The summary request and the job it answers: the memory core matches the
-    /// result to the job by this id.
-    summary: Option<(Ticket, SummaryJobId)>,
+    /// The summary request and the job it answers.
+    summary: Option<SummaryInFlight>,
     lines: LineQueue,
 }
 
-/// The reply being produced for one turn.
+/// A summary request, queued or sent.
+#[derive(Debug)]
+struct SummaryInFlight {
+    ticket: Ticket,
+    /// The memory core matches the result to the job by this id.
+    job: SummaryJobId,
+    /// Times it was rate limited and queued again.
+    rate_limited: u32,
+}
+
+/// The reply being produced for one turn, queued or sent.
 #[derive(Debug)]
 struct ReplyInFlight {
     ticket: Ticket,
     turn: TurnId,
+    /// The request as sent, kept while it runs so a rate-limited one can be sent
+    /// again.
+    request: Option<crate::backends::ChatRequest>,
+    /// Times it was rate limited and queued again.
+    rate_limited: u32,
     /// The text passed on as deltas so far: what the player has seen, which an
     /// interrupt records and a newly spawned NPC entity shows.
     streamed: String,
@@ -199,6 +217,8 @@ impl NpcRequests {
             turn,
             streamed: String::new(),
             streamed_chars: 0,
+            request: None,
+            rate_limited: 0,
         });
         self.in_flight += 1;
     }
@@ -206,22 +226,25 @@ impl NpcRequests {
     pub(crate) fn start_summary(&mut self, npc: &NpcId, ticket: Ticket, job: SummaryJobId) {
         let slot = self.slot(npc);
         debug_assert!(slot.summary.is_none(), "one summary in flight per NPC");
-        slot.summary = Some((ticket, job));
+        slot.summary = Some(SummaryInFlight {
+            ticket,
+            job,
+            rate_limited: 0,
+        });
         self.in_flight += 1;
     }
 
     /// What a finished task was for, or `None` when it was cancelled meanwhile.
     pub(crate) fn finish(&mut self, npc: &NpcId, task: TaskId) -> Option<FinishedTask> {
         let slot = self.npcs.get_mut(npc)?;
-        let finished = if let Some(reply) = slot.reply.take_if(|r| r.ticket.id == task) {
-            FinishedTask::Reply(reply.turn)
-        } else if let Some((_, job)) = slot.summary.as_ref().filter(|(t, _)| t.id == task) {
-            let job = *job;
-            slot.summary = None;
-            FinishedTask::Summary(job)
+        let (finished, ticket) = if let Some(reply) = slot.reply.take_if(|r| r.ticket.id == task) {
+            (FinishedTask::Reply(reply.turn), reply.ticket)
+        } else if let Some(summary) = slot.summary.take_if(|s| s.ticket.id == task) {
+            (FinishedTask::Summary(summary.job), summary.ticket)
         } else {
             return None;
         };
+        self.stopped(&ticket);
         self.in_flight -= 1;
         Some(finished)
     }
@@ -259,6 +282,7 @@ impl NpcRequests {
     /// Its summary and its waiting lines carry on.
     pub(crate) fn interrupt(&mut self, npc: &NpcId) -> Option<InterruptedReply> {
         let reply = self.npcs.get_mut(npc)?.reply.take()?;
+        self.stopped(&reply.ticket);
         reply.ticket.cancel();
         self.in_flight -= 1;
         Some(InterruptedReply {
@@ -274,10 +298,13 @@ impl NpcRequests {
         };
         let reply = slot.reply.take().map(|r| r.ticket);
         let had_reply = reply.is_some();
-        for ticket in [reply, slot.summary.take().map(|(t, _)| t)]
+        for ticket in [reply, slot.summary.take().map(|s| s.ticket)]
             .into_iter()
             .flatten()
         {
+            if !ticket.is_queued() {
+                self.running -= 1;
+            }
             ticket.cancel();
             self.in_flight -= 1;
         }
@@ -285,6 +312,21 @@ impl NpcRequests {
             reply: had_reply,
             waiting: self.drain(npc),
         }
+    }
+
+    /// A request leaves the NPC's slot: if it had been sent, it runs no longer.
+    fn stopped(&mut self, ticket: &Ticket) {
+        if !ticket.is_queued() {
+            self.running -= 1;
+        }
+    }
+
+    /// Requests sent to a backend and not yet applied or cancelled: the scheduler
+    /// sends no more than the concurrency cap. Counted here, on the main thread,
+    /// so a slot frees exactly when its result is applied, and what the result
+    /// queues (the next line, a summary) competes for that slot.
+    pub(crate) fn running(&self) -> usize {
+        self.running
     }
 
     /// Takes every waiting line out of the NPC's queue.

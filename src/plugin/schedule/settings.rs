@@ -1,0 +1,75 @@
+//! The scheduler's knobs, part of [`NpcMemorySettings`](crate::prelude::NpcMemorySettings).
+
+use std::time::Duration;
+
+use bevy::prelude::*;
+
+use super::budget::BackoffRules;
+use super::tier::MemoryTier;
+
+/// When requests are sent: a global budget, the pause after rate limits, and how
+/// long background summaries wait. Part of
+/// [`NpcMemorySettings::schedule`](crate::prelude::NpcMemorySettings::schedule);
+/// changes at run time apply from the next frame.
+///
+/// ```
+/// use std::time::Duration;
+/// use bevy_npc_memory::prelude::*;
+///
+/// let mut settings = NpcMemorySettings::default();
+/// // The provider's free tier: 20 requests and 40 000 tokens a minute.
+/// settings.schedule.requests_per_minute = Some(20);
+/// settings.schedule.tokens_per_minute = Some(40_000);
+/// settings.schedule.background_delay = Duration::from_secs(60);
+/// let plugin = NpcMemoryPlugin::default().with_settings(settings);
+/// # drop(plugin);
+/// ```
+#[derive(Clone, Debug, PartialEq, Reflect)]
+#[type_path = "bevy_npc_memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
+pub struct ScheduleSettings {
+    /// Most requests sent in any 60 seconds, over all NPCs. `None`: no limit.
+    pub requests_per_minute: Option<u32>,
+    /// Most estimated prompt tokens sent in any 60 seconds. `None`: no limit. A
+    /// single request larger than the limit goes alone into an empty minute.
+    pub tokens_per_minute: Option<u32>,
+    /// How long a [`Background`](MemoryTier::Background) NPC's summary waits before
+    /// it competes for a request. Lines that arrive meanwhile join it, so one
+    /// request covers them all. It goes at once when the NPC's window reaches its
+    /// hard cap, or when the NPC's tier rises.
+    pub background_delay: Duration,
+    /// The tier of NPCs for which neither the game nor the persona sets one.
+    pub default_tier: MemoryTier,
+    /// The first pause after a rate limit (HTTP 429) without `Retry-After`; it
+    /// doubles with each rate limit in a row.
+    pub first_backoff: Duration,
+    /// The longest pause after a rate limit, `Retry-After` included.
+    pub max_backoff: Duration,
+    /// How often one request is sent again after a rate limit before it fails.
+    /// The HTTP backend also retries a 429 itself first (`RetryPolicy`); this is
+    /// for the rate limits that are left, and it paces every request, not one.
+    pub rate_limit_retries: u32,
+}
+
+impl Default for ScheduleSettings {
+    fn default() -> Self {
+        Self {
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            background_delay: Duration::from_secs(30),
+            default_tier: MemoryTier::Nearby,
+            first_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            rate_limit_retries: 8,
+        }
+    }
+}
+
+impl ScheduleSettings {
+    pub(crate) fn backoff(&self) -> BackoffRules {
+        BackoffRules {
+            first: self.first_backoff,
+            max: self.max_backoff,
+        }
+    }
+}
