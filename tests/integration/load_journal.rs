@@ -82,7 +82,7 @@ fn after_loading_a_journaled_slot_autosave_appends_to_it() {
     );
 
     journaled_slot(&b, 300, 6, "b");
-    h.app.world_mut().write_message(LoadMemory::new(b.clone()));
+    h.start_load(&b);
     h.wait_for::<MemoryLoaded>(1);
     let loaded = h.inbox::<MemoryLoaded>()[0].clone();
     assert_eq!(loaded.path, b);
@@ -120,7 +120,7 @@ fn after_loading_a_journaled_slot_autosave_appends_to_it() {
     assert!(a_after == a_before, "slot A untouched after the load");
 
     // And back to A: its journal is read again, and autosave appends to it.
-    h.app.world_mut().write_message(LoadMemory::new(a.clone()));
+    h.start_load(&a);
     h.wait_for::<MemoryLoaded>(2);
     assert_eq!(in_use(&h).len(), 2);
     assert_eq!(in_use(&h)[0], "Said on A.");

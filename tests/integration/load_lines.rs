@@ -22,9 +22,7 @@ fn loading(
         .write_to(&path, u64::MAX)
         .unwrap();
     let mut h = echo_with_one_exchange();
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(path.clone()));
+    h.start_load(&path);
     for line in lines {
         h.say("echo7", line);
     }
@@ -141,9 +139,7 @@ fn lines_held_for_a_replaced_load_are_answered_by_the_newer_one() {
     long_save(&["echo7"], 10, false, "newer")
         .write_to(&newer, u64::MAX)
         .unwrap();
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(newer.clone()));
+    h.start_load(&newer);
     wait_for_load(&mut h);
     h.wait_for_replies(2);
     h.wait_for::<MemoryLoadFailed>(1);

@@ -81,9 +81,7 @@ fn a_load_is_built_off_the_main_thread_and_swapped_in_on_a_later_frame() {
         .unwrap();
     let mut h = echo_with_one_exchange();
 
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(path.clone()));
+    h.start_load(&path);
     h.app.update();
     assert!(loads(&h).is_loading(), "the load is in flight");
     assert_eq!(log_len(&h, "echo7"), 2, "the old memory is still in place");
@@ -114,9 +112,7 @@ fn a_load_is_built_off_the_main_thread_and_swapped_in_on_a_later_frame() {
     long_save(&["echo7"], 20_000, true, "other")
         .write_to(&other, u64::MAX)
         .unwrap();
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(other.clone()));
+    h.start_load(&other);
     let first_line = |h: &Harness| h.log("echo7")[0].1.clone();
     loop {
         h.app.update();
@@ -150,9 +146,7 @@ fn talking_during_a_load_is_answered_from_the_loaded_memory() {
         .unwrap();
     let mut h = echo_with_one_exchange();
 
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(path.clone()));
+    h.start_load(&path);
     h.say("echo7", "Said with the load.");
     h.app.update();
     assert_eq!(loads(&h).held_lines(), 1);
@@ -193,9 +187,9 @@ fn the_newest_load_wins() {
         .write_to(&b, u64::MAX)
         .unwrap();
     let mut h = echo_with_one_exchange();
-    h.app.world_mut().write_message(LoadMemory::new(a.clone()));
+    h.start_load(&a);
     h.app.update();
-    h.app.world_mut().write_message(LoadMemory::new(b.clone()));
+    h.start_load(&b);
     h.run_until("the newest load is in place", |world| {
         !world
             .resource::<crate::support::Inbox<MemoryLoaded>>()
@@ -271,9 +265,7 @@ fn autosave_waits_for_a_load_in_flight() {
         quiet = if saves == saves_before { quiet + 1 } else { 0 };
         saves_before = saves;
     }
-    h.app
-        .world_mut()
-        .write_message(LoadMemory::new(other.clone()));
+    h.start_load(&other);
     h.say("echo7", "During the load.");
     loop {
         h.app.update();

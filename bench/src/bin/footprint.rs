@@ -32,6 +32,7 @@ use std::time::Instant;
 
 use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{ChatMessage, NpcMemory, PersonaPrompt, Role, SummaryStyle};
+use bevy_npc_memory_bench::cli::Flags;
 use bevy_npc_memory_bench::locomo::{Conversation, load, turn_text};
 use bevy_npc_memory_bench::strategies::memory_config;
 use serde_json::{Value, json};
@@ -103,19 +104,14 @@ fn parse_args() -> Result<Args, String> {
         budget: 2000,
         json: false,
     };
-    let mut raw = std::env::args().skip(1);
-    while let Some(flag) = raw.next() {
-        let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
-        let number = |text: String| {
-            text.parse::<usize>()
-                .map_err(|_| format!("{flag} needs a number, got {text:?}"))
-        };
+    let mut flags = Flags::from_env();
+    while let Some(flag) = flags.next_flag() {
         match flag.as_str() {
-            "--data" => args.data = Some(value()?.into()),
-            "--npcs" => args.npcs = number(value()?)?.max(1),
-            "--messages" => args.messages = number(value()?)?.max(2),
-            "--window" => args.window = number(value()?)?,
-            "--budget" => args.budget = number(value()?)?,
+            "--data" => args.data = Some(flags.value(&flag)?.into()),
+            "--npcs" => args.npcs = flags.number(&flag)?.max(1),
+            "--messages" => args.messages = flags.number(&flag)?.max(2),
+            "--window" => args.window = flags.number(&flag)?,
+            "--budget" => args.budget = flags.number(&flag)?,
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -32,6 +32,7 @@ use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
     LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
 };
+use bevy_npc_memory_bench::cli::Flags;
 use bevy_npc_memory_bench::dump::{safe_name, write_prompt};
 use bevy_npc_memory_bench::evidence::{RecallTally, count_found, evidence, normalize};
 use bevy_npc_memory_bench::locomo::{Conversation, load, parse_date, turn_text};
@@ -69,21 +70,16 @@ fn parse_args() -> Result<Args, String> {
         dump: None,
         json: false,
     };
-    let mut raw = std::env::args().skip(1);
-    while let Some(flag) = raw.next() {
-        let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
-        let number = |text: String| {
-            text.parse::<usize>()
-                .map_err(|_| format!("{flag} needs a number, got {text:?}"))
-        };
+    let mut flags = Flags::from_env();
+    while let Some(flag) = flags.next_flag() {
         match flag.as_str() {
-            "--data" => args.data = value()?.into(),
-            "--strategy" => args.strategy = value()?,
-            "--window" => args.window = number(value()?)?,
-            "--threshold" => args.threshold = Some(number(value()?)?),
-            "--budget" => args.budget = Some(number(value()?)?),
+            "--data" => args.data = flags.value(&flag)?.into(),
+            "--strategy" => args.strategy = flags.value(&flag)?,
+            "--window" => args.window = flags.number(&flag)?,
+            "--threshold" => args.threshold = Some(flags.number(&flag)?),
+            "--budget" => args.budget = Some(flags.number(&flag)?),
             "--without" => {
-                for part in value()?.split(',').filter(|p| !p.is_empty()) {
+                for part in flags.value(&flag)?.split(',').filter(|p| !p.is_empty()) {
                     if !PARTS.contains(&part) {
                         return Err(format!("--without takes {}, got {part:?}", PARTS.join(",")));
                     }
@@ -93,16 +89,22 @@ fn parse_args() -> Result<Args, String> {
             "--split" | "--samples" if !args.samples.is_empty() => {
                 return Err("give --split or --samples once".into());
             }
-            "--split" => args.samples = split(&value()?)?.iter().map(|s| s.to_string()).collect(),
+            "--split" => {
+                args.samples = split(&flags.value(&flag)?)?
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }
             "--samples" => {
-                args.samples = value()?
+                args.samples = flags
+                    .value(&flag)?
                     .split(',')
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned)
                     .collect();
             }
             "--recall-lines" => {
-                args.compact_lines = match value()?.as_str() {
+                args.compact_lines = match flags.value(&flag)?.as_str() {
                     "compact" => Some(true),
                     "quoted" => Some(false),
                     other => {
@@ -112,7 +114,7 @@ fn parse_args() -> Result<Args, String> {
                     }
                 }
             }
-            "--dump-prompts" => args.dump = Some(value()?.into()),
+            "--dump-prompts" => args.dump = Some(flags.value(&flag)?.into()),
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
         }

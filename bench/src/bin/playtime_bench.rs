@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 
+use bevy_npc_memory_bench::cli::{Flags, parse_number};
 use bevy_npc_memory_bench::playtime::{Settings, Strategy, run};
 use serde_json::Value;
 
@@ -28,21 +29,16 @@ fn parse_args() -> Result<Args, String> {
         data: PathBuf::from("../shared/bench/locomo/locomo_dev.json"),
         json: false,
     };
-    let mut raw = std::env::args().skip(1);
-    while let Some(flag) = raw.next() {
-        let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
-        let number = |text: String| {
-            text.parse::<usize>()
-                .map_err(|_| format!("{flag} needs a whole number, got {text:?}"))
-        };
+    let mut flags = Flags::from_env();
+    while let Some(flag) = flags.next_flag() {
         let settings = &mut args.settings;
         match flag.as_str() {
-            "--npcs" => settings.npcs = number(value()?)?,
-            "--hours" => settings.hours = number(value()?)?,
-            "--lines-per-hour" => settings.lines_per_hour = number(value()?)?,
-            "--seed" => settings.seed = number(value()?)? as u64,
+            "--npcs" => settings.npcs = flags.number(&flag)?,
+            "--hours" => settings.hours = flags.number(&flag)?,
+            "--lines-per-hour" => settings.lines_per_hour = flags.number(&flag)?,
+            "--seed" => settings.seed = flags.number(&flag)? as u64,
             "--zipf" => {
-                let text = value()?;
+                let text = flags.value(&flag)?;
                 settings.zipf = text
                     .parse::<f64>()
                     .ok()
@@ -50,13 +46,13 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| format!("--zipf needs a number ≥ 0, got {text:?}"))?;
             }
             "--conversation" => {
-                let text = value()?;
+                let text = flags.value(&flag)?;
                 let (lo, hi) = text
                     .split_once('-')
                     .ok_or_else(|| format!("--conversation needs MIN-MAX, got {text:?}"))?;
-                settings.conversation_lines = (number(lo.into())?, number(hi.into())?);
+                settings.conversation_lines = (parse_number(&flag, lo)?, parse_number(&flag, hi)?);
             }
-            "--data" => args.data = value()?.into(),
+            "--data" => args.data = flags.value(&flag)?.into(),
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -239,12 +239,18 @@ impl Harness {
         );
     }
 
-    /// Loads `path` and waits for the outcome.
-    pub fn load_from(&mut self, path: &std::path::Path) {
-        let before = self.inbox::<MemoryLoaded>().len() + self.inbox::<MemoryLoadFailed>().len();
+    /// Asks the plugin to load `path`, without waiting: the load runs off the main
+    /// thread while the test drives frames.
+    pub fn start_load(&mut self, path: &std::path::Path) {
         self.app
             .world_mut()
             .write_message(LoadMemory::new(path.to_owned()));
+    }
+
+    /// Loads `path` and waits for the outcome.
+    pub fn load_from(&mut self, path: &std::path::Path) {
+        let before = self.inbox::<MemoryLoaded>().len() + self.inbox::<MemoryLoadFailed>().len();
+        self.start_load(path);
         self.run_until("the load finishes", |world| {
             world.resource::<Inbox<MemoryLoaded>>().0.len()
                 + world.resource::<Inbox<MemoryLoadFailed>>().0.len()
