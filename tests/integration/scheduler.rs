@@ -371,8 +371,9 @@ fn a_background_summary_waits_and_then_covers_everything_in_one_request() {
     assert_eq!(scheduler(&h).deferred(&NpcId::new("crowd")), None);
 }
 
-#[test]
-fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
+/// A Background NPC whose summaries wait an hour, on simulated time that the
+/// tests never move that far: whatever sends a summary early is what is tested.
+fn background_npc_held_for_an_hour() -> (Harness, Recording) {
     let backend = Recording::default();
     let plugin = NpcMemoryPlugin::default()
         .with_backend(backend.clone())
@@ -381,6 +382,12 @@ fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
         }));
     let mut h = simulated(plugin);
     h.spawn("crowd", persona("Crowd").with_tier(MemoryTier::Background));
+    (h, backend)
+}
+
+#[test]
+fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
+    let (mut h, backend) = background_npc_held_for_an_hour();
     // Window 4, hard cap 8: time never moves, yet the summary must go.
     for i in 0..6 {
         h.say("crowd", &format!("Line {i}."));
@@ -397,14 +404,7 @@ fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
 
 #[test]
 fn a_rising_tier_sends_a_held_back_summary_at_once() {
-    let backend = Recording::default();
-    let plugin = NpcMemoryPlugin::default()
-        .with_backend(backend.clone())
-        .with_settings(settings(|s| {
-            s.schedule.background_delay = Duration::from_secs(3600)
-        }));
-    let mut h = simulated(plugin);
-    h.spawn("crowd", persona("Crowd").with_tier(MemoryTier::Background));
+    let (mut h, backend) = background_npc_held_for_an_hour();
     h.say("crowd", "Hello.");
     h.wait_for_replies(1);
     settle(&mut h, &backend);
