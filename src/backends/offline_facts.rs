@@ -1,9 +1,11 @@
 //! The offline backend's fact finder: a few plain patterns, enough to exercise the
 //! pinned-facts pipeline without a model. It never guesses beyond them.
 
+use std::sync::LazyLock;
+
 use serde_json::{Value, json};
 
-use crate::memory::{FactKey, Role, SpeakerId, SummaryInput, strip_prefix_ignoring_case};
+use crate::memory::{CaselessPrefix, FactKey, Role, SpeakerId, SummaryInput};
 
 /// Patterns that introduce the player's name, then those that introduce a goal.
 const NAME_CUES: &[&str] = &["my name is ", "call me ", "我叫", "我的名字是"];
@@ -18,20 +20,28 @@ const GOAL_CUES: &[&str] = &[
     "我要",
 ];
 
+/// The cues lower-cased once, not at every character of every line searched.
+static NAME_MATCHERS: LazyLock<Vec<CaselessPrefix>> = LazyLock::new(|| matchers(NAME_CUES));
+static GOAL_MATCHERS: LazyLock<Vec<CaselessPrefix>> = LazyLock::new(|| matchers(GOAL_CUES));
+
+fn matchers(cues: &[&str]) -> Vec<CaselessPrefix> {
+    cues.iter().map(|cue| CaselessPrefix::new(cue)).collect()
+}
+
 /// The summary JSON object: the digest plus the facts found in the player's lines.
 /// A name goes under the key of whoever said it (`player_name`, or
 /// `player_name:<id>` for another speaker).
 pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String {
     let mut facts: Vec<Value> = Vec::new();
     for message in input.transcript.iter().filter(|m| m.role == Role::User) {
-        if let Some(name) = after_cue(&message.content, NAME_CUES).and_then(first_word) {
+        if let Some(name) = after_cue(&message.content, &NAME_MATCHERS).and_then(first_word) {
             let key = message
                 .speaker
                 .as_ref()
                 .map_or(FactKey::PLAYER_NAME, SpeakerId::fact_key);
             facts.push(json!({"key": key.as_str(), "value": name, "evidence": [message.index]}));
         }
-        if let Some(goal) = after_cue(&message.content, GOAL_CUES).map(first_clause) {
+        if let Some(goal) = after_cue(&message.content, &GOAL_MATCHERS).map(first_clause) {
             if !goal.is_empty() {
                 facts.push(
                     json!({"key": "current_goal", "value": goal, "evidence": [message.index]}),
@@ -44,11 +54,8 @@ pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String
 
 /// The text after the first cue found (the first cue in `cues` order that occurs),
 /// matching case-insensitively.
-fn after_cue<'a>(text: &'a str, cues: &[&str]) -> Option<&'a str> {
-    cues.iter().find_map(|cue| {
-        text.char_indices()
-            .find_map(|(start, _)| strip_prefix_ignoring_case(&text[start..], cue))
-    })
+fn after_cue<'a>(text: &'a str, cues: &[CaselessPrefix]) -> Option<&'a str> {
+    cues.iter().find_map(|cue| cue.after_first(text))
 }
 
 fn first_word(text: &str) -> Option<String> {

@@ -85,4 +85,4 @@ pub use validation::{
 pub use window::RollingWindow;
 
 pub(crate) use assembly::player_label_if_mixed;
-pub(crate) use text::{shorten_to_chars, strip_prefix_ignoring_case};
+pub(crate) use text::{CaselessPrefix, shorten_to_chars};
