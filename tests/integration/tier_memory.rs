@@ -203,3 +203,27 @@ fn a_save_from_the_foreground_loads_into_the_background_tier() {
     assert_eq!(backend.summaries().len(), 1, "none due at 6 after the load");
     assert_uncovered_in_window(&h);
 }
+
+/// NPCs that follow the default tier follow a new default, settings and all.
+#[test]
+fn a_new_default_tier_reaches_npcs_that_follow_it() {
+    let backend = Recording::default();
+    let mut h = harness(&backend);
+    let persona = Persona::from_ron(&CROWD.replace("tier: Background,", "")).unwrap();
+    h.spawn("mara", persona);
+    // The asset's own events apply the persona again a frame later; let them pass,
+    // so only the default's change can move the tier below.
+    h.app.update();
+    h.app.update();
+    assert_eq!(threshold(&h), 2, "Nearby by default: the persona's own");
+    h.app
+        .world_mut()
+        .resource_mut::<NpcMemorySettings>()
+        .schedule
+        .default_tier = MemoryTier::Background;
+    h.app.update();
+    assert_eq!(threshold(&h), 6);
+    say(&mut h, "My name is Alex.");
+    say(&mut h, "Do you sell fuses?");
+    assert!(backend.summaries().is_empty());
+}
