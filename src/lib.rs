@@ -130,7 +130,7 @@ mod trace;
 pub use plugin::{
     ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,
     NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, RECALL_BUILD_OFF_THREAD,
-    SaveSettings,
+    SaveSettings, TierMemory, TierOverrides,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -161,9 +161,10 @@ pub mod prelude {
         ReconfigureNpcMemory, RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows,
         SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
-    // When requests go: tiers, budget, and the scheduler's state.
+    // When requests go: tiers, memory per tier, budget, and the scheduler's state.
     pub use crate::plugin::{
-        BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier,
+        BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier, TierMemory,
+        TierOverrides,
     };
     // What NPCs know beyond their own conversation.
     pub use crate::plugin::{

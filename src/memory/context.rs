@@ -132,6 +132,9 @@ pub(crate) struct InFlight {
     pub(crate) attempt: u32,
     pub(crate) trigger: SummaryTrigger,
     pub(crate) latency: Duration,
+    /// Whether the request last built for it asked for facts: its reply is read
+    /// that way even if facts were switched meanwhile (the NPC changed tier).
+    pub(crate) facts: bool,
 }
 
 /// The context memory of one NPC (L3): the current summary, how far it reaches, and

@@ -263,3 +263,40 @@ fn a_deferred_fold_never_covers_more_than_a_hard_cap_at_once() {
     let sent = layers.summary_job_now(job.id).expect("in flight");
     assert_eq!(sent.covered, 0..cap);
 }
+
+/// A summary is read the way it was asked for: an NPC whose facts are switched off
+/// (or on) while its summary is out (its tier changed) neither keeps the JSON reply
+/// as its summary nor fails a plain one.
+#[test]
+fn a_summary_reply_is_read_as_its_request_asked_whatever_facts_are_now() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(2),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features.facts.enabled = true;
+    let mut off = config.clone();
+    off.features.facts.enabled = false;
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layers = memory.layers();
+    layers.say("My name is Alex.", 0.0);
+    let job = layers.say("Hello.", 1.0).summary.expect("due at 2");
+    let sent = layers.summary_job_now(job.id).expect("in flight");
+    assert!(sent.messages[0].content.contains("JSON"), "asks for facts");
+    layers.reconfigure(&off);
+    let reply = r#"{"summary": "Alex said hello.", "facts": [{"key": "player_name", "value": "Alex", "evidence": [0]}]}"#;
+    let outcome = layers.finish_summary(job.id, Ok(reply), std::time::Duration::ZERO);
+    assert!(matches!(outcome, SummaryOutcome::Updated(_)));
+    assert_eq!(layers.context().summary(), "Alex said hello.");
+
+    layers.say("I fix pumps.", 2.0);
+    let job = layers.say("Bye.", 3.0).summary.expect("due again");
+    let sent = layers.summary_job_now(job.id).expect("in flight");
+    assert!(
+        !sent.messages[0].content.contains("JSON"),
+        "asks for no facts"
+    );
+    layers.reconfigure(&config);
+    let outcome = layers.finish_summary(job.id, Ok("Alex fixes pumps."), Default::default());
+    assert!(matches!(outcome, SummaryOutcome::Updated(_)), "{outcome:?}");
+    assert_eq!(layers.context().summary(), "Alex fixes pumps.");
+}

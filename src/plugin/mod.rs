@@ -20,6 +20,7 @@ mod schedule;
 mod settings;
 mod systems;
 mod telemetry;
+mod tier_memory;
 mod turn;
 mod usage;
 
@@ -53,6 +54,7 @@ pub use saves::{
 pub use schedule::{BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier};
 pub use settings::NpcMemorySettings;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
+pub use tier_memory::{TierMemory, TierOverrides};
 pub use turn::TurnId;
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
@@ -264,6 +266,8 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<NpcRequests>()
             .init_resource::<NpcMemoryLoads>()
             .init_resource::<persona::PersonaBindings>()
+            .init_resource::<tier_memory::TieredMemory>()
+            .register_type::<TierMemory>()
             .init_resource::<NpcEntities>()
             .init_asset::<Persona>()
             .register_asset_reflect::<Persona>()
@@ -301,7 +305,11 @@ impl Plugin for NpcMemoryPlugin {
                     )
                         .chain()
                         .in_set(NpcMemorySystems::Personas),
-                    (knowledge::take_knowledge, systems::take_requests)
+                    (
+                        systems::apply_tiers,
+                        knowledge::take_knowledge,
+                        systems::take_requests,
+                    )
                         .chain()
                         .in_set(NpcMemorySystems::Intake),
                     (systems::collect_results, systems::dispatch_requests)

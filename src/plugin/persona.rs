@@ -6,6 +6,8 @@ use bevy::asset::{AssetLoader, LoadContext, io::Reader};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::schedule::MemoryTier;
+use super::tier_memory::{TierMemory, TierOverrides};
 use crate::memory::{
     MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SharingPolicy,
     SummaryStyle, shorten_to_chars,
@@ -26,6 +28,9 @@ use crate::memory::{
 ///                prompt_budget: 2000, forgetting: false), // optional, each optional
 ///     groups: ["crew"],              // optional: which group lore this NPC knows
 ///     tier: Some(Background),        // optional: how urgent its summaries are
+///     tiers: (                       // optional: memory per tier, each optional
+///         background: (summary_threshold: 16, features: (pinned_facts: false)),
+///     ),
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,7 +69,12 @@ pub struct Persona {
     /// [`MemoryTier`](crate::prelude::MemoryTier) component or
     /// [`SetMemoryTier`](crate::prelude::SetMemoryTier) overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tier: Option<super::schedule::MemoryTier>,
+    pub tier: Option<MemoryTier>,
+    /// Memory settings per [`MemoryTier`](crate::prelude::MemoryTier), applied on
+    /// top of the persona's own while the NPC is in that tier, e.g. a larger
+    /// threshold and no pinned facts in the background (see [`TierMemory`]).
+    #[serde(default, skip_serializing_if = "TierMemory::is_empty")]
+    pub tiers: TierMemory,
 }
 
 /// Most groups one persona may name.
@@ -116,7 +126,7 @@ impl PersonaFeatures {
         }
     }
 
-    fn apply(&self, features: &mut MemoryFeatures) {
+    pub(crate) fn apply(&self, features: &mut MemoryFeatures) {
         let switches = [
             (self.recall, &mut features.recall.enabled),
             (self.pinned_facts, &mut features.facts.enabled),
@@ -151,11 +161,18 @@ impl Persona {
             features: PersonaFeatures::default(),
             groups: Vec::new(),
             tier: None,
+            tiers: TierMemory::default(),
         }
     }
 
+    /// Sets this NPC's memory settings while it is in `tier`.
+    pub fn with_tier_memory(mut self, tier: MemoryTier, overrides: TierOverrides) -> Self {
+        *self.tiers.get_mut(tier) = overrides;
+        self
+    }
+
     /// Gives this NPC a default [`MemoryTier`](crate::prelude::MemoryTier).
-    pub fn with_tier(mut self, tier: super::schedule::MemoryTier) -> Self {
+    pub fn with_tier(mut self, tier: MemoryTier) -> Self {
         self.tier = Some(tier);
         self
     }
@@ -200,10 +217,11 @@ impl Persona {
                 PersonaError::Parse(shorten_to_chars(&error.to_string(), 500).into_owned())
             })?;
         // The same limits a save is held to: a persona file is data from outside too.
-        persona
-            .memory_config(&MemoryConfig::default())
+        let config = persona.memory_config(&MemoryConfig::default());
+        config
             .check()
             .map_err(|invalid| PersonaError::Parse(invalid.to_string()))?;
+        persona.tiers.check(&config).map_err(PersonaError::Parse)?;
         let long_group = persona
             .groups
             .iter()
@@ -250,10 +268,19 @@ impl Persona {
         config
     }
 
+    /// [`memory_config`](Self::memory_config) with the settings of `tier`
+    /// ([`tiers`](Self::tiers)) applied on top: the NPC's configuration in that tier.
+    pub fn memory_config_in(&self, defaults: &MemoryConfig, tier: MemoryTier) -> MemoryConfig {
+        self.tiers.config(&self.memory_config(defaults), tier)
+    }
+
+    /// Whether the persona's configuration wins over one set at run time when it is
+    /// applied again: it sets sizes or switches, in any tier.
     fn overrides_config(&self) -> bool {
         self.max_context_window.is_some()
             || self.summary_threshold.is_some()
             || !self.features.is_empty()
+            || !self.tiers.is_empty()
     }
 }
 

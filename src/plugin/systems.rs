@@ -41,6 +41,12 @@ pub(crate) fn apply_personas(
     }
 }
 
+/// NPCs whose tier changed get their tier's memory settings, before this frame's
+/// lines are taken.
+pub(crate) fn apply_tiers(mut dialogue: Dialogue) {
+    dialogue.retier();
+}
+
 /// The game's requests: backend switches, facts, reconfigurations, clears,
 /// interrupts, player lines, summaries.
 #[allow(

@@ -40,4 +40,5 @@ mod speakers;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;
+mod tier_memory;
 mod unicode_fuzz;

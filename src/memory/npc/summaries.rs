@@ -53,8 +53,18 @@ impl LayersMut<'_> {
             attempt: 1,
             trigger,
             latency: Duration::ZERO,
+            facts: false,
         });
-        Some(job_for_in_flight(self.log, self.context))
+        Some(self.build_in_flight())
+    }
+
+    /// The request for the job in flight, noting whether it asks for facts.
+    fn build_in_flight(&mut self) -> SummaryJob {
+        let facts = self.context.features.facts.enabled;
+        if let Some(job) = self.context.in_flight.as_mut() {
+            job.facts = facts && job.kind == SummaryKind::Fold;
+        }
+        job_for_in_flight(self.log, self.context)
     }
 
     /// The job in flight, rebuilt just before it is sent, or `None` when job `id`
@@ -73,7 +83,7 @@ impl LayersMut<'_> {
             let end = log_end.min(job.covered.start.saturating_add(hard_cap));
             job.covered.end = job.covered.end.max(end);
         }
-        Some(job_for_in_flight(self.log, self.context))
+        Some(self.build_in_flight())
     }
 
     /// Applies a summary result: the model's text, or why the request failed.
@@ -83,12 +93,11 @@ impl LayersMut<'_> {
         result: Result<&str, String>,
         latency: Duration,
     ) -> SummaryOutcome {
-        let wants_facts = self.context.features.facts.enabled;
         let Some(job) = self.context.in_flight.as_mut().filter(|job| job.id == id) else {
             return SummaryOutcome::Stale;
         };
         job.latency += latency;
-        let wants_facts = wants_facts && job.kind == SummaryKind::Fold;
+        let wants_facts = job.facts;
         let covered = job.covered.clone();
         let context = &*self.context;
         let checked = result.and_then(|raw| {
@@ -193,7 +202,7 @@ impl LayersMut<'_> {
             .expect("fail runs on a job in flight");
         if job.attempt < SUMMARY_ATTEMPTS {
             job.attempt += 1;
-            return SummaryOutcome::Retry(job_for_in_flight(self.log, self.context));
+            return SummaryOutcome::Retry(self.build_in_flight());
         }
         let job = self.context.in_flight.take().expect("checked above");
         // Wait for another threshold's worth of messages before trying again, so a

@@ -25,6 +25,7 @@ use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
 use super::schedule::NpcMemoryScheduler;
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
+use super::tier_memory::TieredMemory;
 use super::turn::TurnId;
 use super::usage::LlmUsage;
 use crate::backends::{ChatRequest, RequestKind};
@@ -48,6 +49,7 @@ pub(crate) struct Dialogue<'w, 's> {
     lore: ResMut<'w, NpcLore>,
     loads: ResMut<'w, NpcMemoryLoads>,
     scheduler: ResMut<'w, NpcMemoryScheduler>,
+    tiered: ResMut<'w, TieredMemory>,
     out: Outbox<'w, 's>,
 }
 
@@ -270,6 +272,31 @@ impl<'w> Dialogue<'w, '_> {
         self.send_summary(npc, reconfigured.summary);
     }
 
+    /// NPCs whose tier changed get the memory settings of their new tier, if their
+    /// persona sets any that differ. Costs nothing on frames without a tier change.
+    pub(crate) fn retier(&mut self) {
+        let (mut npcs, default_changed) = self.scheduler.take_retiered();
+        if default_changed {
+            npcs.extend(self.tiered.ids());
+        }
+        for npc in npcs {
+            let tier = self.scheduler.tier(&npc);
+            if let Some(config) = self.tiered.retier(&npc, tier) {
+                self.reconfigure(&npc, &config);
+            }
+        }
+    }
+
+    /// A memory was put in place from outside (imported): if its persona sets
+    /// memory per tier, it gets the settings of the NPC's tier now, not those it
+    /// was saved with.
+    pub(crate) fn retier_inserted(&mut self, npc: &NpcId) {
+        let tier = self.scheduler.tier(npc);
+        if let Some(config) = self.tiered.current(npc, tier) {
+            self.reconfigure(npc, &config);
+        }
+    }
+
     /// Hands finished recall indexes to their NPCs. One whose log was cleared or
     /// replaced meanwhile is dropped.
     pub(crate) fn install_recall(&mut self) {
@@ -477,6 +504,8 @@ impl<'w> Dialogue<'w, '_> {
         self.lore.set_groups(npc, &persona.groups);
         self.scheduler.set_persona_tier(npc, persona.tier);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
+        let tier = self.scheduler.tier(npc);
+        let config = self.tiered.bind(npc, config, &persona.tiers, tier);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);
             self.send_summary(npc, reconfigured.summary);

@@ -217,6 +217,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                 match result {
                     Ok(memory) => {
                         dialogue.layers().insert(npc.clone(), *memory);
+                        dialogue.retier_inserted(&npc);
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],

@@ -103,6 +103,10 @@ pub struct NpcMemoryScheduler {
     /// Tiers personas set as their default.
     persona_tiers: HashMap<NpcId, MemoryTier>,
     default_tier: MemoryTier,
+    /// NPCs whose tier changed since the dialogue last took them, so memory set
+    /// per tier follows without looking at every NPC each frame.
+    retiered: Vec<NpcId>,
+    default_retiered: bool,
     /// The scheduler's clock: real time, as of this frame.
     now: Duration,
     budget: BudgetUse,
@@ -161,7 +165,15 @@ impl NpcMemoryScheduler {
         self.now = now;
         if self.default_tier != settings.default_tier {
             self.default_tier = settings.default_tier;
+            self.default_retiered = true;
         }
+    }
+
+    /// NPCs whose tier changed since the last call (some perhaps twice), and
+    /// whether the default tier changed, which may have changed any NPC's.
+    pub(crate) fn take_retiered(&mut self) -> (Vec<NpcId>, bool) {
+        let npcs = std::mem::take(&mut self.retiered);
+        (npcs, std::mem::take(&mut self.default_retiered))
     }
 
     /// Queues a reply.
@@ -358,6 +370,7 @@ impl NpcMemoryScheduler {
     fn retiered(&mut self, npc: &NpcId, before: MemoryTier) {
         if self.tier(npc) != before {
             self.hurry(npc);
+            self.retiered.push(npc.clone());
         }
     }
 }
@@ -374,7 +387,9 @@ pub(crate) fn plugin(app: &mut App) {
             Update,
             (
                 tick.before(super::NpcMemorySystems::Personas),
-                take_tier_messages.in_set(super::NpcMemorySystems::Intake),
+                take_tier_messages
+                    .in_set(super::NpcMemorySystems::Intake)
+                    .before(super::systems::apply_tiers),
             ),
         );
 }

@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 ///
 /// The component is immutable, so a change is an insert and costs nothing per frame
 /// for NPCs whose tier stays the same: `commands.entity(npc).insert(MemoryTier::Foreground)`.
+///
+/// A persona can also size memory per tier ([`TierMemory`](crate::prelude::TierMemory)):
+/// `tiers: (background: (summary_threshold: 16, features: (pinned_facts: false)))`
+/// makes the NPC summarize less often and keep no facts while it is in the
+/// background. The NPC is reconfigured once whenever its tier changes to one whose
+/// settings differ; nothing unsummarized leaves its window.
 #[derive(
     Component, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect, Serialize, Deserialize,
 )]
