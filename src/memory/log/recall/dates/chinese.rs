@@ -41,14 +41,9 @@ pub(crate) fn asks_when(text: &str) -> bool {
 }
 
 fn starts(chars: &[char], at: usize, word: &str) -> bool {
-    let mut i = at;
-    for expected in word.chars() {
-        if chars.get(i) != Some(&expected) {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    (at..)
+        .zip(word.chars())
+        .all(|(i, expected)| chars.get(i) == Some(&expected))
 }
 
 /// The number written at `at` and how many characters it takes: ASCII digits
