@@ -1,5 +1,7 @@
 //! Recall over a 10k-message log: indexing throughput and query latency, in
-//! English and in Chinese.
+//! English and in Chinese, and in English with a calendar (`english-dated`: one
+//! message an hour from 1 January 2022, an eighth of the lines and half the
+//! queries holding a date expression).
 //!
 //! `cargo bench -p bevy_npc_memory_bench --bench recall`
 //!
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bevy_npc_memory::memory::{
-    ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role,
+    Calendar, ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role,
 };
 use criterion::{Criterion, Throughput};
 
@@ -159,10 +161,69 @@ impl ChineseLines {
     }
 }
 
+/// Date expressions mixed into the dated workload's lines and queries.
+const DATE_PHRASES: &[&str] = &[
+    "yesterday",
+    "last night",
+    "last week",
+    "two days ago",
+    "last Friday",
+    "on 3 March, 2022",
+    "in May 2022",
+    "When did",
+    "on the 15th",
+    "last month",
+];
+
+/// Unix seconds of 1 January 2022, where the dated workload's log starts.
+const DATED_START: f64 = 1_640_995_200.0;
+
 struct Workload {
     name: &'static str,
     log: Vec<ChatMessage>,
     queries: Vec<String>,
+    calendar: Option<Calendar>,
+}
+
+impl Workload {
+    fn config(&self) -> RecallConfig {
+        RecallConfig {
+            calendar: self.calendar,
+            ..RecallConfig::enabled()
+        }
+    }
+
+    fn index(&self) -> RecallIndex {
+        RecallIndex::with_calendar(self.calendar)
+    }
+}
+
+/// The English workload with dates: one message an hour, an eighth of the lines
+/// and half the queries with a date expression.
+fn dated(english: &Workload) -> Workload {
+    let mut random = Random(0xda7e);
+    let mut log = english.log.clone();
+    for message in &mut log {
+        message.timestamp = DATED_START + message.index as f64 * 3_600.0;
+        if random.below(8) == 0 {
+            let phrase = DATE_PHRASES[random.below(DATE_PHRASES.len())];
+            message.content = Arc::from(format!("{phrase} {}", message.content));
+        }
+    }
+    let queries = english
+        .queries
+        .iter()
+        .map(|query| match random.below(2) {
+            0 => format!("{} {query}", DATE_PHRASES[random.below(DATE_PHRASES.len())]),
+            _ => query.clone(),
+        })
+        .collect();
+    Workload {
+        name: "english-dated",
+        log,
+        queries,
+        calendar: Some(Calendar::UNIX),
+    }
 }
 
 fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> String) -> Workload {
@@ -190,16 +251,24 @@ fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> Stri
             line(&mut random, words)
         })
         .collect();
-    Workload { name, log, queries }
+    Workload {
+        name,
+        log,
+        queries,
+        calendar: None,
+    }
 }
 
 fn workloads() -> Vec<Workload> {
     let mut random = Random(0xfeed);
     let english = EnglishLines::new(&mut random);
     let chinese = ChineseLines::new();
+    let english = workload("english", |random, words| english.line(random, words));
+    let english_dated = dated(&english);
     vec![
-        workload("english", |random, words| english.line(random, words)),
+        english,
         workload("chinese", |random, words| chinese.line(random, words)),
+        english_dated,
     ]
 }
 
@@ -221,7 +290,7 @@ fn run_query(
         context: &context,
         exclude: (end - WINDOW) as LogIndex..end as LogIndex,
         line_index: None,
-        now: end as f64 * 5.0,
+        now: workload.log[end - 1].timestamp + 5.0,
     };
     index.query(&query, &workload.log, config).len()
 }
@@ -233,15 +302,16 @@ fn log_bytes(log: &[ChatMessage]) -> usize {
 }
 
 fn report_latency_and_memory(workload: &Workload) {
-    let config = RecallConfig::enabled();
+    let config = workload.config();
     let started = Instant::now();
-    let mut index = RecallIndex::new();
+    let mut index = workload.index();
     for message in &workload.log {
         index.add(message);
     }
     let build = started.elapsed();
     let incremental_bytes = index.memory_bytes();
-    let rebuilt_bytes = RecallIndex::from_log(&workload.log).memory_bytes();
+    let rebuilt_bytes =
+        RecallIndex::from_log_with_calendar(&workload.log, workload.calendar).memory_bytes();
 
     // The machine may be shared: besides each query's first timing, the best of
     // three runs of the same query filters out time stolen by other processes.
@@ -298,14 +368,14 @@ fn report_latency_and_memory(workload: &Workload) {
 }
 
 fn criterion_benches(c: &mut Criterion, workloads: &[Workload]) {
-    let config = RecallConfig::enabled();
     for workload in workloads {
+        let config = workload.config();
         let mut group = c.benchmark_group(format!("recall/{}", workload.name));
         group.throughput(Throughput::Elements(workload.log.len() as u64));
         group.sample_size(10);
         group.bench_function("add_10k", |b| {
             b.iter(|| {
-                let mut index = RecallIndex::new();
+                let mut index = workload.index();
                 for message in &workload.log {
                     index.add(message);
                 }
@@ -314,7 +384,7 @@ fn criterion_benches(c: &mut Criterion, workloads: &[Workload]) {
         });
         group.throughput(Throughput::Elements(1));
         group.sample_size(50);
-        let mut index = RecallIndex::from_log(&workload.log);
+        let mut index = RecallIndex::from_log_with_calendar(&workload.log, workload.calendar);
         let mut next = 0;
         group.bench_function("query_10k", |b| {
             b.iter(|| {

@@ -13,6 +13,7 @@
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
 mod assembly;
+mod calendar;
 mod clock;
 mod config;
 mod context;
@@ -46,6 +47,7 @@ mod tests;
 mod validation_tests;
 
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
+pub use calendar::Calendar;
 pub use clock::{DateFormat, Now};
 pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares, SharingPolicy};
 pub use context::{

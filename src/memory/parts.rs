@@ -111,7 +111,10 @@ impl MemoryParts {
         context.facts = self.facts;
         context.facts.set_limits(context.features.facts.limits());
         if context.features.recall.enabled {
-            context.recall = RecallIndex::from_log(memory.log.messages());
+            context.recall = RecallIndex::from_log_with_calendar(
+                memory.log.messages(),
+                context.features.recall.calendar,
+            );
         }
         context.recall.restore_state(&self.recall);
         memory.window.reset(self.window_start);

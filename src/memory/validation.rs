@@ -117,6 +117,8 @@ impl MemoryConfig {
             ("neighbour_after_weight", recall.neighbour_after_weight),
             ("common_term_weight", recall.common_term_weight),
             ("passage_weight", recall.passage_weight),
+            ("date_weight", recall.date_weight),
+            ("when_weight", recall.when_weight),
         ] {
             weight(
                 &format!("config.features.recall.{name}"),
@@ -130,6 +132,15 @@ impl MemoryConfig {
             recall.common_term_share,
             0.0..=1.0,
         )?;
+        if recall
+            .calendar
+            .is_some_and(|calendar| !calendar.unix_epoch.is_finite())
+        {
+            return Err(invalid(
+                "config.features.recall.calendar.unix_epoch",
+                "is not a finite number of seconds",
+            ));
+        }
         let half_life = recall.recency_half_life;
         if !(half_life.is_finite() && half_life > 0.0) {
             return Err(invalid(

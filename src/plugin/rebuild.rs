@@ -273,10 +273,11 @@ impl NpcMemoryLoads {
         config: RecallConfig,
     ) {
         let covers = (messages.len(), messages.last().map(|m| m.content.clone()));
+        let calendar = config.calendar;
         let task = AsyncComputeTaskPool::get().spawn(async move {
             #[cfg(test)]
             REBUILT_ON.lock().unwrap().push(std::thread::current().id());
-            RecallIndex::from_log(&messages)
+            RecallIndex::from_log_with_calendar(&messages, calendar)
         });
         self.recall.insert(
             npc.clone(),

@@ -5,13 +5,18 @@
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
-//!     [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID]
-//!     [--dump-prompts DIR] [--json]
+//!     [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock]
+//!     [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]
 //! ```
 //!
 //! `layered` is every feature beyond basic mode (recall with neighbours, pinned facts,
 //! segmented summaries, the prompt budget); `--without recall,neighbours,facts,segments`
 //! switches parts off for ablations.
+//!
+//! `--dates calendar` reads the session dates as calendar days for recall
+//! (`RecallConfig::calendar`): lines are found by the day they were said and by
+//! the days their words name. `--date-headings day` writes recalled lines' headings
+//! as "2 May 2022", one per day, instead of the default `day N HH:MM`.
 //!
 //! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
 //! every question is the player's next line; the context is the message list the
@@ -30,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
-    LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
+    Calendar, LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
 };
 use bevy_npc_memory_bench::cli::Flags;
 use bevy_npc_memory_bench::dump::{safe_name, write_prompt};
@@ -40,7 +45,7 @@ use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -53,6 +58,10 @@ struct Args {
     samples: Vec<String>,
     /// `--recall-lines compact|quoted`; `None`: the library's default.
     compact_lines: Option<bool>,
+    /// `--dates calendar|off`; `None`: the library's default (off).
+    dates: Option<bool>,
+    /// `--date-headings day`: recalled lines under one "2 May 2022" heading per day.
+    day_headings: bool,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -67,6 +76,8 @@ fn parse_args() -> Result<Args, String> {
         without: Vec::new(),
         samples: Vec::new(),
         compact_lines: None,
+        dates: None,
+        day_headings: false,
         dump: None,
         json: false,
     };
@@ -111,6 +122,22 @@ fn parse_args() -> Result<Args, String> {
                         return Err(format!(
                             "--recall-lines takes compact or quoted, got {other:?}"
                         ));
+                    }
+                }
+            }
+            "--dates" => {
+                args.dates = match flags.value(&flag)?.as_str() {
+                    "calendar" => Some(true),
+                    "off" => Some(false),
+                    other => return Err(format!("--dates takes calendar or off, got {other:?}")),
+                }
+            }
+            "--date-headings" => {
+                args.day_headings = match flags.value(&flag)?.as_str() {
+                    "day" => true,
+                    "clock" => false,
+                    other => {
+                        return Err(format!("--date-headings takes day or clock, got {other:?}"));
                     }
                 }
             }
@@ -304,10 +331,19 @@ struct Replay {
     messages: usize,
 }
 
-fn replay(record: &Value, config: &MemoryConfig, file: &Path) -> Result<Replay, String> {
+fn replay(
+    record: &Value,
+    config: &MemoryConfig,
+    day_headings: bool,
+    file: &Path,
+) -> Result<Replay, String> {
     let conversation = Conversation::parse(record, file)?;
     let persona = conversation.persona();
     let mut memory = NpcMemory::new(persona, config);
+    if day_headings {
+        // The session dates are read as Unix seconds (`parse_date`).
+        memory.layers().set_date_format(Calendar::UNIX.day_format());
+    }
     let backend = OfflineBackend::default();
     let mut dia_ids = HashMap::new();
     let (mut summary_requests, mut bookkeeping, mut messages, mut last_timestamp) =
@@ -398,6 +434,10 @@ fn run(args: &Args) -> Result<Value, String> {
     if let Some(compact) = args.compact_lines {
         config.features.recall.compact_lines = compact;
     }
+    if let Some(dates) = args.dates {
+        // The session dates are read as Unix seconds (`parse_date`).
+        config.features.recall.calendar = dates.then_some(Calendar::UNIX);
+    }
 
     let mut tally = RecallTally::default();
     let (mut skipped, mut questions) = (0usize, 0usize);
@@ -405,7 +445,7 @@ fn run(args: &Args) -> Result<Value, String> {
     let (mut summary_requests, mut bookkeeping, mut messages) = (0, Duration::ZERO, 0);
     let mut dumped = HashSet::new();
     for record in &records {
-        let replay = replay(record, &config, file)?;
+        let replay = replay(record, &config, args.day_headings, file)?;
         summary_requests += replay.summary_requests;
         bookkeeping += replay.bookkeeping;
         messages += replay.messages;
@@ -480,6 +520,8 @@ fn run(args: &Args) -> Result<Value, String> {
         "summary_requests": summary_requests,
         "without": args.without,
         "compact_recall_lines": config.features.recall.compact_lines,
+        "recall_calendar": config.features.recall.calendar.is_some(),
+        "day_headings": args.day_headings,
         "sections": strategy.section_means(),
         "assembly_us": {
             "p50": percentile(&strategy.assembly_micros(), 0.5),

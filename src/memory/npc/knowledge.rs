@@ -259,7 +259,11 @@ impl LayersMut<'_> {
         } else {
             // Recall is off for this NPC, so it keeps no index: build one for this
             // telling, which is rare next to replies.
-            RecallIndex::from_log(messages).query(&recall_query, messages, &config)
+            RecallIndex::from_log_with_calendar(messages, config.calendar).query(
+                &recall_query,
+                messages,
+                &config,
+            )
         };
         hits.into_iter()
             .filter(|hit| matches!(hit.reason, RecallReason::Matched { .. }))

@@ -411,7 +411,19 @@ impl LayersMut<'_> {
 
     /// Keeps the recall index level with the log (also after recall is switched on).
     fn sync_recall(&mut self) {
+        let calendar = self.context.features.recall.calendar;
         if !self.context.features.recall.enabled {
+            return;
+        }
+        // Dates are in the postings, so an index read with another calendar is
+        // rebuilt; what it learned (forgetting, access counts) is kept.
+        if self.context.recall.calendar() != calendar {
+            let state = self.context.recall.state();
+            self.context.recall = super::log::recall::RecallIndex::from_log_with_calendar(
+                self.log.messages(),
+                calendar,
+            );
+            self.context.recall.restore_state(&state);
             return;
         }
         let indexed = self.context.recall.len();
@@ -432,7 +444,9 @@ impl LayersMut<'_> {
     /// Switches recall on with `index`, built elsewhere from the start of this
     /// log (by [`RecallIndex::from_log`](super::log::recall::RecallIndex::from_log)
     /// over a copy of it). What the current index knows of forgetting and access
-    /// counts is kept, and messages logged since the copy are indexed here. Returns
+    /// counts is kept, and messages logged since the copy are indexed here. An
+    /// index read with another calendar than `recall.calendar` is rebuilt here,
+    /// so build it with [`RecallIndex::from_log_with_calendar`](super::log::recall::RecallIndex::from_log_with_calendar). Returns
     /// `false`, changing nothing, when `index` covers more messages than the log
     /// holds (the log was cleared meanwhile).
     pub fn switch_recall_on(

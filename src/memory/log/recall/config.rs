@@ -3,6 +3,8 @@
 use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
+use crate::memory::calendar::Calendar;
+
 /// How old messages are recalled from the full log (L2).
 ///
 /// Off by default: basic mode sends only the window and the summary, and that stays
@@ -76,6 +78,21 @@ pub struct RecallConfig {
     /// names. It saves two to three tokens a line, which a budget spends on more
     /// recalled lines.
     pub compact_lines: bool,
+    /// How game seconds read as calendar dates, when the game's clock is a
+    /// calendar. Then each message is also indexed by the day it was said and by
+    /// the days its words name ("yesterday", "last week", 昨天, "1 May"),
+    /// resolved against that day, and a question naming a date or asking "when"
+    /// finds them. `None` (the default): timestamps are only ages.
+    pub calendar: Option<Calendar>,
+    /// Weight, relative to the line's words (1.0), of the dates a question names
+    /// ("on 1 May, 2022", "last week"). Lower than a word's: a date narrows the
+    /// search to a few sessions, the words find the line in them. Only with a
+    /// [`calendar`](Self::calendar).
+    pub date_weight: f32,
+    /// Weight of the "has a date" term a question asking "when" (or naming a
+    /// date) adds: it favours lines that say when something happened. Only with
+    /// a [`calendar`](Self::calendar); 0 turns it off.
+    pub when_weight: f32,
 }
 
 impl Default for RecallConfig {
@@ -99,6 +116,9 @@ impl Default for RecallConfig {
             passage_weight: 0.25,
             passage_span: 2,
             compact_lines: false,
+            calendar: None,
+            date_weight: 0.5,
+            when_weight: 1.0,
         }
     }
 }

@@ -2,10 +2,12 @@
 
 use std::fmt;
 
+use super::dates::{Span, for_each_date_term};
 use super::dictionary::{TermDictionary, term_hash};
 use super::postings::PostingLists;
 use super::scratch::QueryScratch;
 use super::terms::for_each_term;
+use crate::memory::calendar::Calendar;
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 
 /// What the index knows about one message of the log.
@@ -43,6 +45,12 @@ pub struct RecallIndex {
     pub(super) scratch: QueryScratch,
     /// Reused by `add`, so indexing a message allocates nothing in steady state.
     term_buffer: Vec<u64>,
+    /// How timestamps read as dates; `None`: no date terms (see [`dates`](super::dates)).
+    pub(super) calendar: Option<Calendar>,
+    /// The newest timestamp added: "today" for a query that gives no time.
+    pub(super) newest_stamp: f64,
+    /// Reused for the text of date terms.
+    date_buffer: String,
 }
 
 impl RecallIndex {
@@ -51,9 +59,33 @@ impl RecallIndex {
         Self::default()
     }
 
+    /// An empty index that reads timestamps as dates of `calendar`: each message
+    /// is also found by the day it was said and by the days its words name
+    /// ("yesterday", "last week", "1 May"), resolved against that day. `None` is
+    /// [`new`](Self::new). The calendar must be the one the index's
+    /// [`RecallConfig::calendar`](super::RecallConfig::calendar) names; a memory
+    /// rebuilds an index whose calendar differs.
+    pub fn with_calendar(calendar: Option<Calendar>) -> Self {
+        Self {
+            calendar,
+            ..Self::default()
+        }
+    }
+
+    /// The calendar the index reads dates with, if any.
+    pub fn calendar(&self) -> Option<Calendar> {
+        self.calendar
+    }
+
     /// An index over a whole log, such as one just loaded from a save.
     pub fn from_log(messages: &[ChatMessage]) -> Self {
-        let mut index = Self::new();
+        Self::from_log_with_calendar(messages, None)
+    }
+
+    /// [`from_log`](Self::from_log) reading dates with `calendar`, as
+    /// [`with_calendar`](Self::with_calendar) does.
+    pub fn from_log_with_calendar(messages: &[ChatMessage], calendar: Option<Calendar>) -> Self {
+        let mut index = Self::with_calendar(calendar);
         for message in messages {
             index.add(message);
         }
@@ -61,6 +93,7 @@ impl RecallIndex {
         index.postings.shrink_to_fit();
         index.docs.shrink_to_fit();
         index.term_buffer = Vec::new();
+        index.date_buffer = String::new();
         index
     }
 
@@ -93,9 +126,25 @@ impl RecallIndex {
         {
             for_each_term(asked, |term| hashes.push(term_hash(term)));
         }
-        if !hashes.is_empty() {
+        // Length counts words only: dates say when, not how wordy a line is.
+        let words = hashes.len();
+        if message.timestamp.is_finite() {
+            self.newest_stamp = message.timestamp;
+        }
+        // A line with no words ("ok!") is not indexed by its date alone: every line
+        // of its day would match a question about that day as well as it does.
+        if words > 0
+            && let Some(day) = self.calendar.and_then(|c| c.day(message.timestamp))
+        {
+            let mut buffer = std::mem::take(&mut self.date_buffer);
+            let mut push = |term: &str| hashes.push(term_hash(term));
+            Span::Day(day).for_each_term(&mut buffer, &mut push);
+            for_each_date_term(&message.content, day, &mut buffer, &mut push);
+            self.date_buffer = buffer;
+        }
+        if words > 0 {
             hashes.sort_unstable();
-            self.index_terms(doc, &hashes);
+            self.index_terms(doc, &hashes, words);
         }
         self.term_buffer = hashes;
     }
@@ -142,6 +191,7 @@ impl RecallIndex {
             + self.docs.capacity() * size_of::<DocEntry>()
             + self.scratch.memory_bytes()
             + self.term_buffer.capacity() * size_of::<u64>()
+            + self.date_buffer.capacity()
     }
 
     pub(super) fn doc(&self, index: LogIndex) -> Option<&DocEntry> {
@@ -156,8 +206,9 @@ impl RecallIndex {
         }
     }
 
-    /// Adds one message's sorted term hashes (repeats adjacent) to the postings.
-    fn index_terms(&mut self, doc: u32, sorted_hashes: &[u64]) {
+    /// Adds one message's sorted term hashes (repeats adjacent) to the postings;
+    /// `words` of them are words, the length BM25 normalizes by.
+    fn index_terms(&mut self, doc: u32, sorted_hashes: &[u64], words: usize) {
         for run in sorted_hashes.chunk_by(|a, b| a == b) {
             let (term, new) = self.dictionary.get_or_insert(run[0]);
             if new {
@@ -167,7 +218,7 @@ impl RecallIndex {
             let term_freq = u32::try_from(run.len()).unwrap_or(u32::MAX);
             self.postings.append(term, doc, term_freq);
         }
-        let length = u16::try_from(sorted_hashes.len()).unwrap_or(u16::MAX);
+        let length = u16::try_from(words).unwrap_or(u16::MAX);
         let entry = &mut self.docs[doc as usize];
         entry.terms = length;
         entry.indexed = true;

@@ -13,6 +13,11 @@
 //! [`RecallConfig`] switches recall on and sets its few weights. Forgetting only
 //! hides messages from recall; [`RecallState`] is what a save needs to keep.
 //!
+//! When the game's clock is a calendar ([`RecallConfig::calendar`]), each
+//! message is also indexed by the day it was said and by the days its words name
+//! ("last night", "two days ago", 昨天, "1 May"), resolved against that day, so a
+//! question naming a date finds a line that only said "last night".
+//!
 //! ```
 //! # use std::sync::Arc;
 //! # use bevy_npc_memory::memory::{ChatMessage, RecallConfig, RecallIndex, RecallQuery, Role};
@@ -38,6 +43,7 @@
 //! ```
 
 mod config;
+mod dates;
 mod dictionary;
 mod index;
 mod postings;
@@ -46,6 +52,8 @@ mod scratch;
 mod state;
 mod terms;
 
+#[cfg(test)]
+mod dated_tests;
 #[cfg(test)]
 mod tests;
 

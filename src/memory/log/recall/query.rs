@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::config::RecallConfig;
+use super::dates;
 use super::dictionary::{TermId, term_hash};
 use super::index::RecallIndex;
 use super::terms::for_each_term;
@@ -96,6 +97,35 @@ struct Match {
     terms: u64,
 }
 
+/// A query term before it is looked up: its hash, weight, place in the query, and
+/// where its text sits in [`Candidates::texts`].
+struct Candidate {
+    hash: u64,
+    weight: f32,
+    order: usize,
+    text: Range<usize>,
+}
+
+/// The query's terms as they are collected, their texts in one string.
+#[derive(Default)]
+struct Candidates {
+    list: Vec<Candidate>,
+    texts: String,
+}
+
+impl Candidates {
+    fn push(&mut self, term: &str, weight: f32) {
+        let start = self.texts.len();
+        self.texts.push_str(term);
+        self.list.push(Candidate {
+            hash: term_hash(term),
+            weight,
+            order: self.list.len(),
+            text: start..self.texts.len(),
+        });
+    }
+}
+
 impl RecallIndex {
     /// The old messages most relevant to a query, best first.
     ///
@@ -144,33 +174,19 @@ impl RecallIndex {
     /// The query's distinct terms that the index knows, each at the highest weight
     /// it has in the query, at most [`MAX_QUERY_TERMS`] of them.
     fn query_terms(&self, query: &RecallQuery<'_>, config: &RecallConfig) -> Vec<QueryTerm> {
-        struct Candidate {
-            hash: u64,
-            weight: f32,
-            order: usize,
-            text: Range<usize>,
-        }
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut texts = String::new();
-        let mut collect = |line: &str, weight: f32| {
-            for_each_term(line, |term| {
-                let start = texts.len();
-                texts.push_str(term);
-                candidates.push(Candidate {
-                    hash: term_hash(term),
-                    weight,
-                    order: candidates.len(),
-                    text: start..texts.len(),
-                });
-            });
-        };
-        collect(query.line, 1.0);
+        let mut candidates = Candidates::default();
+        for_each_term(query.line, |term| candidates.push(term, 1.0));
         if distinct_terms(query.line) < config.context_below_terms {
             let context_start = query.context.len().saturating_sub(config.context_messages);
             for line in &query.context[context_start..] {
-                collect(line, config.context_weight);
+                for_each_term(line, |term| candidates.push(term, config.context_weight));
             }
         }
+        self.date_terms(query, config, &mut candidates);
+        let Candidates {
+            list: mut candidates,
+            texts,
+        } = candidates;
 
         candidates.sort_unstable_by(|a, b| {
             (a.hash.cmp(&b.hash))
@@ -226,6 +242,37 @@ impl RecallIndex {
                 weight,
             })
             .collect()
+    }
+
+    /// The date terms of the query's line, when the index reads dates: the dates it
+    /// names, resolved against the query's time (or the newest message's), and
+    /// the "has a date" term when it names one or asks "when".
+    fn date_terms(
+        &self,
+        query: &RecallQuery<'_>,
+        config: &RecallConfig,
+        candidates: &mut Candidates,
+    ) {
+        let Some(calendar) = self.calendar else {
+            return;
+        };
+        let now = if query.now.is_finite() {
+            query.now
+        } else {
+            self.newest_stamp
+        };
+        let Some(today) = calendar.day(now) else {
+            return;
+        };
+        let mut buffer = String::new();
+        let named = dates::for_each_date_term(query.line, today, &mut buffer, |term| {
+            if term != dates::DATED_TERM {
+                candidates.push(term, config.date_weight);
+            }
+        });
+        if named || dates::asks_when(query.line) {
+            candidates.push(dates::DATED_TERM, config.when_weight);
+        }
     }
 
     /// Accumulates BM25 scores and matched-term bits into the scratch buffers.
