@@ -35,7 +35,7 @@
 //!   (a) `unloaded`: only the foreground NPC, the same settings as (b);
 //!   (b) `scheduled`: background NPCs `MemoryTier::Background`, the foreground one
 //!   `MemoryTier::Foreground`, `requests_per_minute` just under the server's limit
-//!   (90 % of it) and `background_delay` (`--delay`, 30 s by default);
+//!   (90 % of it) and `background_delay` (`--delay`, 10 s by default);
 //!   (c) `unscheduled`: every NPC at the default tier, no budget, so only the HTTP
 //!   client's own retries (and the plugin's pause after a 429 that is left) pace
 //!   requests. The plugin cannot be built without its scheduler, so this is the
@@ -78,7 +78,10 @@ const DEFAULT_LIMIT: usize = 60;
 /// Chatter lines a second over all background NPCs unless `--chatter` says otherwise.
 const DEFAULT_CHATTER: f64 = 10.0;
 /// How long background summaries wait in the scheduled mode unless `--delay` says.
-const DEFAULT_DELAY_SECS: u64 = 30;
+/// The library's default is 30 s; chatter here is several times denser than in a
+/// game, so the delay is shortened with it, or background summaries would hardly
+/// compete for the budget within a 2-minute run.
+const DEFAULT_DELAY_SECS: u64 = 10;
 /// The scheduled mode's budget, as a share of the server's limit: just under it,
 /// so the budget, not the server's 429, is what paces requests.
 const BUDGET_SHARE: f64 = 0.9;
