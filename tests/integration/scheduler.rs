@@ -255,6 +255,62 @@ fn no_minute_holds_more_requests_than_the_budget_and_every_line_is_answered() {
     assert!(budget.requests <= 3);
 }
 
+/// Background summaries with a backlog leave part of the budget to replies, so the
+/// player's line is answered at once rather than when the minute's first request
+/// ages out. Found by `examples/scheduler_bench.rs`: with the whole budget open to
+/// summaries, 199 background NPCs spent it in a burst as their delays ran out, and
+/// the foreground NPC's replies waited for the window to roll over.
+#[test]
+fn a_reply_finds_budget_left_while_background_summaries_have_a_backlog() {
+    for reserve in [0.25, 0.0] {
+        let backend = Recording::default();
+        let plugin = NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_settings(settings(|s| {
+                s.schedule.requests_per_minute = Some(4);
+                s.schedule.background_delay = Duration::ZERO;
+                s.schedule.reply_reserve = reserve;
+            }));
+        let mut h = simulated(plugin);
+        let background: Vec<String> = (0..6).map(|i| format!("bg{i}")).collect();
+        for npc in &background {
+            h.spawn(npc, persona(npc).with_tier(MemoryTier::Background));
+        }
+        h.spawn("fg", persona("fg").with_tier(MemoryTier::Foreground));
+        // Two events each reach the threshold: six summaries want to go now.
+        for event in ["The lift is stuck again.", "Someone took the last battery."] {
+            h.app
+                .world_mut()
+                .write_message(NpcWitnessed::new(background.clone(), event));
+        }
+        settle(&mut h, &backend);
+        let summaries = backend.count();
+        advance(&mut h, Duration::from_secs(1));
+        h.say("fg", "Open the door!");
+        settle(&mut h, &backend);
+        let replied = h.inbox::<NpcReplied>().len();
+        if reserve > 0.0 {
+            assert_eq!(summaries, 3, "summaries leave one of four requests");
+            assert_eq!(replied, 1, "the reply went at once");
+            assert_eq!(scheduler(&h).budget_use().requests, 4);
+        } else {
+            assert_eq!(summaries, 4, "without a reserve summaries spend it all");
+            assert_eq!(replied, 0, "and the reply waits for the window");
+            advance(&mut h, Duration::from_secs(59));
+            settle(&mut h, &backend);
+            assert_eq!(h.inbox::<NpcReplied>().len(), 1, "a minute later");
+        }
+        assert_eq!(
+            backend
+                .sent()
+                .iter()
+                .filter(|s| s.0 == Purpose::Reply)
+                .count(),
+            1
+        );
+    }
+}
+
 /// Simulated seconds (in half seconds) at which each request was sent, while
 /// time moves on until `done`.
 fn run_timed(h: &mut Harness, backend: &Recording, done: impl Fn(&Harness) -> bool) -> Vec<f64> {

@@ -260,6 +260,7 @@ impl NpcMemoryScheduler {
         let limits = Limits {
             requests: settings.requests_per_minute.map(u64::from),
             tokens: settings.tokens_per_minute.map(u64::from),
+            reply_reserve: f64::from(settings.reply_reserve),
         };
         let summaries = &mut self.summaries;
         let entry = self.policy.next(self.now, limits, |entry| {

@@ -4,13 +4,33 @@
 use std::time::Duration;
 
 use super::budget::{Backoff, BackoffRules, MinuteWindow};
-use super::queue::{Entry, WorkQueue};
+use super::queue::{Class, Entry, WorkQueue};
 
 /// Per-minute limits, `None` for none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Limits {
     pub(crate) requests: Option<u64>,
     pub(crate) tokens: Option<u64>,
+    /// The share of each limit summaries leave to replies (0 to 1).
+    pub(crate) reply_reserve: f64,
+}
+
+impl Limits {
+    /// The limits `class` is held to. Summaries get what the reserve leaves, at
+    /// least 1, so a small budget still lets them through.
+    fn of(self, class: Class) -> (Option<u64>, Option<u64>) {
+        match class {
+            Class::Reply => (self.requests, self.tokens),
+            Class::Summary => {
+                let share = self.reply_reserve.clamp(0.0, 1.0);
+                let cap = |limit: u64| {
+                    let reserved = (limit as f64 * share).floor() as u64;
+                    limit.saturating_sub(reserved).max(1)
+                };
+                (self.requests.map(cap), self.tokens.map(cap))
+            }
+        }
+    }
 }
 
 /// Why the next piece of work waits, and until when.
@@ -67,7 +87,7 @@ impl<W> Policy<W> {
                 continue;
             }
             let tokens = top.tokens;
-            if let Some(held) = self.hold(now, tokens, limits) {
+            if let Some(held) = self.hold(now, tokens, limits.of(top.class())) {
                 self.held = Some(held);
                 return None;
             }
@@ -76,15 +96,21 @@ impl<W> Policy<W> {
         }
     }
 
-    fn hold(&mut self, now: Duration, tokens: u64, limits: Limits) -> Option<Held> {
+    /// Why work of `tokens` may not go now under `(requests, tokens)` limits.
+    fn hold(
+        &mut self,
+        now: Duration,
+        tokens: u64,
+        (request_limit, token_limit): (Option<u64>, Option<u64>),
+    ) -> Option<Held> {
         if let Some(until) = self.backoff.paused_until(now) {
             return Some(Held::RateLimited(until));
         }
-        let free = self.requests.free_at(now, 1, limits.requests);
+        let free = self.requests.free_at(now, 1, request_limit);
         if free > now {
             return Some(Held::Requests(free));
         }
-        let free = self.tokens.free_at(now, tokens, limits.tokens);
+        let free = self.tokens.free_at(now, tokens, token_limit);
         (free > now).then_some(Held::Tokens(free))
     }
 
@@ -144,6 +170,7 @@ mod tests {
         let limits = Limits {
             requests: Some(1),
             tokens: None,
+            reply_reserve: 0.0,
         };
         let mut policy = Policy::default();
         for name in ["bg 1", "bg 2", "bg 3"] {
@@ -176,10 +203,55 @@ mod tests {
     }
 
     #[test]
+    fn summaries_leave_the_reserve_to_replies() {
+        let limits = Limits {
+            requests: Some(4),
+            tokens: None,
+            reply_reserve: 0.25,
+        };
+        let mut policy = Policy::default();
+        for name in ["bg 1", "bg 2", "bg 3", "bg 4"] {
+            policy.queue.push(
+                secs(0),
+                Class::Summary,
+                MemoryTier::Background,
+                secs(0),
+                50,
+                name,
+            );
+        }
+        let sent: Vec<_> = std::iter::from_fn(|| policy.next(secs(0), limits, |_| true))
+            .map(|e| e.work)
+            .collect();
+        assert_eq!(sent, ["bg 1", "bg 2", "bg 3"], "one of four is reserved");
+        assert_eq!(policy.held(), Some(Held::Requests(secs(60))));
+        policy.queue.push(
+            secs(5),
+            Class::Reply,
+            MemoryTier::Foreground,
+            secs(5),
+            50,
+            "reply",
+        );
+        let reply = policy.next(secs(5), limits, |_| true).map(|e| e.work);
+        assert_eq!(reply, Some("reply"), "the reply finds room at once");
+        assert!(policy.next(secs(5), limits, |_| true).is_none());
+        // The smallest budgets cannot spare a reserve and stay usable.
+        let one = Limits {
+            requests: Some(1),
+            ..limits
+        };
+        assert_eq!(one.of(Class::Summary), (Some(1), None));
+        assert_eq!(limits.of(Class::Summary), (Some(3), None));
+        assert_eq!(limits.of(Class::Reply), (Some(4), None));
+    }
+
+    #[test]
     fn tokens_are_budgeted_with_what_requests_really_cost() {
         let limits = Limits {
             requests: None,
             tokens: Some(1000),
+            reply_reserve: 0.0,
         };
         let mut policy = Policy::default();
         for name in ["a", "b"] {

@@ -41,6 +41,13 @@ pub(crate) struct Entry<W> {
     not_before: Duration,
 }
 
+impl<W> Entry<W> {
+    /// Whether it is a reply or a summary.
+    pub(crate) fn class(&self) -> Class {
+        self.rank.class
+    }
+}
+
 /// Ordered by rank in `ready`, by (reversed) due time in `later`.
 struct ByRank<W>(Entry<W>);
 struct ByDue<W>(Entry<W>);

@@ -33,6 +33,14 @@ pub struct ScheduleSettings {
     /// Most estimated prompt tokens sent in any 60 seconds. `None`: no limit. A
     /// single request larger than the limit goes alone into an empty minute.
     pub tokens_per_minute: Option<u32>,
+    /// The share of each per-minute budget that summaries leave to replies, so a
+    /// reply the player waits for finds room even while background summaries have
+    /// a backlog. With 40 requests a minute and the default 0.25, summaries send at
+    /// most 30 in any 60 seconds and replies may use all 40. At 0, summaries may
+    /// spend the whole budget, and a reply then waits until the oldest request of
+    /// the minute ages out, up to a minute. Summaries always keep at least one
+    /// request (and token) a minute, however small the budget.
+    pub reply_reserve: f32,
     /// How long a [`Background`](MemoryTier::Background) NPC's summary waits before
     /// it competes for a request. Lines that arrive meanwhile join it, so one
     /// request covers them all. It goes at once when the NPC's window reaches its
@@ -56,6 +64,7 @@ impl Default for ScheduleSettings {
         Self {
             requests_per_minute: None,
             tokens_per_minute: None,
+            reply_reserve: 0.25,
             background_delay: Duration::from_secs(30),
             default_tier: MemoryTier::Nearby,
             first_backoff: Duration::from_secs(1),

@@ -1,0 +1,993 @@
+//! The memory scheduler under load: 200 NPCs, background chatter and a provider
+//! that answers HTTP 429 above a per-minute limit. Does the foreground NPC still
+//! answer about as fast as when it is alone, does any frame's plugin work pass
+//! 1 ms, and how many prompt tokens an hour does the load cost, with and without
+//! scheduling?
+//!
+//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--data PATH]`
+//!
+//! - **The provider** is a fake OpenAI-compatible server in this process (a std
+//!   `TcpListener` on 127.0.0.1, one thread per connection). The plugin talks to it
+//!   through the real `OpenAiBackend` (`http` feature), retries included. It answers
+//!   after a fixed latency (80 ms), streaming replies as server-sent events as a
+//!   real provider does. It accepts at most `--limit` requests in any 60 seconds
+//!   (a rolling window over *accepted* requests, so a storm of rejected retries
+//!   does not lock a client out for good: the kinder reading for the unscheduled
+//!   mode); any request over it gets 429 at once, with `Retry-After` set to the
+//!   seconds until the oldest accepted request leaves the window.
+//! - **Tokens** are counted by the server, from what it received: for each message
+//!   of the request body, the crate's own estimate (`estimate_tokens`, one token
+//!   per four characters of English) plus 4 for the framing, which is what the
+//!   plugin's budget uses too. The server returns that figure as `usage`. "Sent"
+//!   counts every request that reached it, 429s included; "accepted" only the
+//!   ones it answered (what a provider bills).
+//! - **The NPCs.** One foreground NPC, whom the player talks to every 4 seconds
+//!   (until 10 s before the end, so its last replies can arrive), and `--npcs` - 1
+//!   background NPCs that overhear chatter (`NpcWitnessed`: lines that need no
+//!   reply but enter memory and are summarized like the conversation) at a steady
+//!   `--chatter` lines a second over all of them, each line to an NPC drawn by a
+//!   seeded generator. Lines are LoCoMo turns (`--data`, default
+//!   `../shared/bench/locomo/locomo_dev.json`, read at run time), or synthetic
+//!   English when the file is missing. Every NPC has a window of 8 messages and
+//!   summarizes every 4 (hard cap 16).
+//! - **Modes**, one after the other in this process, each with its own server,
+//!   the same seed and the same line schedule:
+//!   (a) `unloaded`: only the foreground NPC, the same settings as (b);
+//!   (b) `scheduled`: background NPCs `MemoryTier::Background`, the foreground one
+//!   `MemoryTier::Foreground`, `requests_per_minute` just under the server's limit
+//!   (90 % of it) and `background_delay` (`--delay`, 10 s by default);
+//!   (c) `unscheduled`: every NPC at the default tier, no budget, so only the HTTP
+//!   client's own retries (and the plugin's pause after a 429 that is left) pace
+//!   requests. The plugin cannot be built without its scheduler, so this is the
+//!   scheduler with nothing configured, not the code before it.
+//!   `--reply-reserve F` sets `ScheduleSettings::reply_reserve` in (a) and (b)
+//!   (0 shows the scheduler before the reserve existed); `--modes` runs a subset.
+//!
+//! Reported per mode: the foreground reply latency (from writing `TalkToNpc` before
+//! a frame to the frame that reads `NpcReplied`) at p50 and p95; the plugin's work
+//! per frame, bracketed as `frame_bench` does (`.before(NpcMemorySystems::Personas)`
+//! to `.after(NpcMemorySystems::Persist)`), worst and p99; requests the plugin sent,
+//! requests and 429s the server saw, prompt tokens sent and accepted, and those
+//! extrapolated to an hour (× 3600 / seconds run); summaries applied and the
+//! messages they covered.
+//!
+//! **Time scale.** A 2-minute run must show what an hour of play does, so chatter
+//! is dense (10 lines a second over 199 NPCs: one line per NPC every ~20 s) and
+//! summaries are frequent (every 4 messages). Without scheduling that asks for about
+//! 2.5 summaries a second, over twice the 60 a minute the server accepts. The
+//! per-minute window is real time (the scheduler's budget is per real minute), so
+//! the first minute of a run fills it and later minutes run against it.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use bevy_npc_memory::memory::estimate_tokens;
+use bevy_npc_memory::prelude::*;
+use serde_json::{Value, json};
+
+/// NPCs unless `--npcs` says otherwise: one foreground, the rest background.
+const DEFAULT_NPCS: usize = 200;
+/// Seconds each mode runs unless `--seconds` says otherwise.
+const DEFAULT_SECONDS: u64 = 120;
+/// Requests the fake server accepts in any 60 seconds unless `--limit` says otherwise.
+const DEFAULT_LIMIT: usize = 60;
+/// Chatter lines a second over all background NPCs unless `--chatter` says otherwise.
+const DEFAULT_CHATTER: f64 = 10.0;
+/// How long background summaries wait in the scheduled mode unless `--delay` says.
+/// The library's default is 30 s; chatter here is several times denser than in a
+/// game, so the delay is shortened with it, or background summaries would hardly
+/// compete for the budget within a 2-minute run.
+const DEFAULT_DELAY_SECS: u64 = 10;
+/// The scheduled mode's budget, as a share of the server's limit: just under it,
+/// so the budget, not the server's 429, is what paces requests.
+const BUDGET_SHARE: f64 = 0.9;
+/// How long the fake server takes to answer a request it accepts.
+const SERVER_LATENCY: Duration = Duration::from_millis(80);
+/// The player says a line to the foreground NPC this often.
+const PLAYER_EVERY: Duration = Duration::from_secs(4);
+/// The player's first line, after the NPCs have memory.
+const PLAYER_FIRST: Duration = Duration::from_secs(1);
+/// The player stops this long before the end, so its last replies can arrive.
+const PLAYER_QUIET_END: Duration = Duration::from_secs(10);
+/// The pause between frames: replies and results arrive while frames run, and the
+/// bench leaves CPU to the requests' threads and the server.
+const FRAME_SLEEP: Duration = Duration::from_millis(2);
+/// Messages in every NPC's window, and messages between two summaries.
+const WINDOW: usize = 8;
+const SUMMARY_EVERY: usize = 4;
+/// Target: no frame in which the plugin's systems take longer than this.
+const FRAME_BUDGET: Duration = Duration::from_millis(1);
+/// The seed of the chatter schedule, the same in every mode.
+const SEED: u64 = 15;
+const FOREGROUND: &str = "fg";
+/// The model names tell the server a reply from a summary.
+const REPLY_MODEL: &str = "fake-chat";
+const SUMMARY_MODEL: &str = "fake-summary";
+
+// ---------------------------------------------------------------------------
+// The fake provider.
+
+/// What the server saw, by purpose.
+#[derive(Clone, Copy, Debug, Default)]
+struct Traffic {
+    requests: u64,
+    rate_limited: u64,
+    tokens_sent: u64,
+    tokens_accepted: u64,
+}
+
+impl Traffic {
+    fn json(&self, seconds: f64) -> Value {
+        let per_hour = |x: u64| (x as f64 * 3600.0 / seconds).round();
+        json!({
+            "requests": self.requests,
+            "rate_limited_429": self.rate_limited,
+            "accepted": self.requests - self.rate_limited,
+            "prompt_tokens_sent": self.tokens_sent,
+            "prompt_tokens_accepted": self.tokens_accepted,
+            "prompt_tokens_sent_per_hour": per_hour(self.tokens_sent),
+            "prompt_tokens_accepted_per_hour": per_hour(self.tokens_accepted),
+        })
+    }
+}
+
+#[derive(Default)]
+struct ServerState {
+    /// When each accepted request of the last 60 s arrived, oldest first.
+    accepted: VecDeque<Instant>,
+    replies: Traffic,
+    summaries: Traffic,
+}
+
+/// An OpenAI-compatible server that rate-limits like a provider. It runs until the
+/// process ends; each mode starts its own, so windows do not carry over.
+#[derive(Clone)]
+struct FakeProvider {
+    port: u16,
+    limit: usize,
+    state: Arc<Mutex<ServerState>>,
+}
+
+impl FakeProvider {
+    fn start(limit: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let server = Self {
+            port: listener.local_addr().expect("a bound port").port(),
+            limit,
+            state: Arc::default(),
+        };
+        let accepting = server.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let server = accepting.clone();
+                std::thread::spawn(move || server.serve(stream));
+            }
+        });
+        server
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn traffic(&self) -> (Traffic, Traffic) {
+        let state = self.state.lock().expect("not poisoned");
+        (state.replies, state.summaries)
+    }
+
+    fn serve(&self, mut stream: TcpStream) {
+        let Some(body) = read_body(&stream) else {
+            return;
+        };
+        let Ok(request) = serde_json::from_str::<Value>(&body) else {
+            let _ = write_response(&mut stream, 400, &[], r#"{"error":{"message":"bad JSON"}}"#);
+            return;
+        };
+        let summary = request["model"] == SUMMARY_MODEL;
+        let streamed = request["stream"] == true;
+        let tokens = prompt_tokens(&request);
+        let now = Instant::now();
+        // Decided under the lock, so concurrent requests cannot both take the
+        // window's last place.
+        let retry_after = {
+            let mut state = self.state.lock().expect("not poisoned");
+            while state
+                .accepted
+                .front()
+                .is_some_and(|at| now.duration_since(*at) >= Duration::from_secs(60))
+            {
+                state.accepted.pop_front();
+            }
+            let full = state.accepted.len() >= self.limit;
+            let retry_after = full.then(|| {
+                let oldest = *state.accepted.front().expect("a full window");
+                let free = (oldest + Duration::from_secs(60)).saturating_duration_since(now);
+                free.as_secs_f64().ceil().max(1.0) as u64
+            });
+            if !full {
+                state.accepted.push_back(now);
+            }
+            let traffic = if summary {
+                &mut state.summaries
+            } else {
+                &mut state.replies
+            };
+            traffic.requests += 1;
+            traffic.tokens_sent += tokens;
+            match retry_after {
+                Some(_) => traffic.rate_limited += 1,
+                None => traffic.tokens_accepted += tokens,
+            }
+            retry_after
+        };
+        if let Some(seconds) = retry_after {
+            let body = r#"{"error":{"message":"Rate limit reached: too many requests per minute","type":"rate_limit_exceeded"}}"#;
+            let _ = write_response(
+                &mut stream,
+                429,
+                &[("Retry-After", seconds.to_string())],
+                body,
+            );
+            return;
+        }
+        std::thread::sleep(SERVER_LATENCY);
+        let text = if summary {
+            "The NPC overheard talk about families, work, art projects and plans for the \
+             weekend; nothing urgent, but it remembers who said what."
+        } else {
+            "I hear you. Give me a moment and I'll see what I can do about that."
+        };
+        let completion = estimate_tokens(text) as u64;
+        let usage = json!({"prompt_tokens": tokens, "completion_tokens": completion,
+                           "total_tokens": tokens + completion});
+        if streamed {
+            let _ = write_stream(&mut stream, text, usage);
+        } else {
+            let body = json!({
+                "id": "chatcmpl-bench",
+                "object": "chat.completion",
+                "model": request["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "stop"}],
+                "usage": usage,
+            });
+            let _ = write_response(&mut stream, 200, &[], &body.to_string());
+        }
+    }
+}
+
+/// The crate's estimate of the prompt the request carries.
+fn prompt_tokens(request: &Value) -> u64 {
+    let messages = request["messages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    messages
+        .iter()
+        .map(|m| 4 + estimate_tokens(m["content"].as_str().unwrap_or("")) as u64)
+        .sum()
+}
+
+/// Reads one HTTP/1.1 request and returns its body (sized by `Content-Length`).
+fn read_body(stream: &TcpStream) -> Option<String> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut length = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    String::from_utf8(body).ok()
+}
+
+fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(&str, String)],
+    body: &str,
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        429 => "Too Many Requests",
+        _ => "Bad Request",
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()
+}
+
+/// A streamed reply: the text in two chunks, the finish reason, the usage, `[DONE]`.
+fn write_stream(stream: &mut TcpStream, text: &str, usage: Value) -> std::io::Result<()> {
+    stream.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+    )?;
+    let middle = text.len() / 2;
+    let middle = (middle..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(text.len());
+    let mut events: Vec<Value> = [&text[..middle], &text[middle..]]
+        .iter()
+        .map(|piece| json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]}))
+        .collect();
+    events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+    events.push(json!({"choices": [], "usage": usage}));
+    for event in events {
+        stream.write_all(format!("data: {event}\n\n").as_bytes())?;
+    }
+    stream.write_all(b"data: [DONE]\n\n")?;
+    stream.flush()
+}
+
+// ---------------------------------------------------------------------------
+// The lines.
+
+/// A tiny deterministic generator, so every mode hears the same schedule.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Every turn of the LoCoMo file, or synthetic lines when it cannot be read.
+fn load_lines(path: &str) -> (Vec<String>, &'static str) {
+    let turns = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .map(|data| {
+            let mut turns = Vec::new();
+            for sample in data.as_array().into_iter().flatten() {
+                let Some(conversation) = sample["conversation"].as_object() else {
+                    continue;
+                };
+                // Sessions in order: session_1, session_2, ...
+                for n in 1.. {
+                    let Some(session) = conversation.get(&format!("session_{n}")) else {
+                        break;
+                    };
+                    for turn in session.as_array().into_iter().flatten() {
+                        if let Some(text) = turn["text"].as_str().map(str::trim)
+                            && !text.is_empty()
+                        {
+                            turns.push(text.to_owned());
+                        }
+                    }
+                }
+            }
+            turns
+        })
+        .unwrap_or_default();
+    if !turns.is_empty() {
+        return (turns, "locomo");
+    }
+    let mut rng = Lcg(SEED);
+    let subjects = ["The cook", "A guard", "Someone", "The mechanic", "Old Tam"];
+    let verbs = ["says", "mutters that", "swears", "heard that", "claims"];
+    let rests = [
+        "the east door sticks again",
+        "the water filters need changing before the storm",
+        "the radio picked up voices last night",
+        "rations will be cut next week",
+        "the kids found a way onto the roof",
+    ];
+    let lines = (0..500)
+        .map(|_| {
+            format!(
+                "{} {} {}.",
+                subjects[rng.below(subjects.len())],
+                verbs[rng.below(verbs.len())],
+                rests[rng.below(rests.len())]
+            )
+        })
+        .collect();
+    (lines, "synthetic")
+}
+
+/// What happens when, the same in every mode.
+struct Schedule {
+    /// (time from start, background NPC index, line).
+    chatter: Vec<(Duration, usize, String)>,
+    /// (time from start, line).
+    player: Vec<(Duration, String)>,
+}
+
+fn schedule(args: &Args, lines: &[String]) -> Schedule {
+    let mut rng = Lcg(SEED);
+    let run = Duration::from_secs(args.seconds);
+    let background = args.npcs - 1;
+    let mut chatter = Vec::new();
+    if background > 0 && args.chatter > 0.0 {
+        let every = Duration::from_secs_f64(1.0 / args.chatter);
+        let mut at = Duration::ZERO;
+        while at < run {
+            let npc = rng.below(background);
+            chatter.push((at, npc, lines[rng.below(lines.len())].clone()));
+            at += every;
+        }
+    }
+    let mut player = Vec::new();
+    let mut at = PLAYER_FIRST;
+    let mut seen = HashMap::new();
+    while at + PLAYER_QUIET_END <= run {
+        // Lines are matched to their replies by text, so each is made unique.
+        let line = &lines[rng.below(lines.len())];
+        let n = seen.entry(line.clone()).or_insert(0);
+        *n += 1;
+        let line = if *n == 1 {
+            line.clone()
+        } else {
+            format!("{line} ({n})")
+        };
+        player.push((at, line));
+        at += PLAYER_EVERY;
+    }
+    Schedule { chatter, player }
+}
+
+// ---------------------------------------------------------------------------
+// The app.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Unloaded,
+    Scheduled,
+    Unscheduled,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Unloaded => "unloaded",
+            Mode::Scheduled => "scheduled",
+            Mode::Unscheduled => "unscheduled",
+        }
+    }
+}
+
+/// The stamp taken before the plugin's systems and the times recorded after them.
+#[derive(Resource, Default)]
+struct Bracket {
+    started: Option<Instant>,
+    samples: Vec<Duration>,
+}
+
+fn bracket_start(mut bracket: ResMut<Bracket>) {
+    bracket.started = Some(Instant::now());
+}
+
+fn bracket_end(mut bracket: ResMut<Bracket>) {
+    let now = Instant::now();
+    if let Some(started) = bracket.started.take() {
+        bracket.samples.push(now - started);
+    }
+}
+
+/// What came back from the plugin.
+#[derive(Resource, Default)]
+struct Observed {
+    /// When each foreground line was written, by its text.
+    written: HashMap<String, Instant>,
+    /// Foreground turns being answered, and when their line was written.
+    turns: HashMap<TurnId, Instant>,
+    latencies: Vec<Duration>,
+    foreground_failures: Vec<String>,
+    background_replies: u64,
+    summaries: u64,
+    /// Messages the applied summaries folded in.
+    covered: u64,
+    overflows: u64,
+    summary_failures: u64,
+}
+
+fn observe(
+    mut observed: ResMut<Observed>,
+    mut started: MessageReader<NpcReplyStarted>,
+    mut replied: MessageReader<NpcReplied>,
+    mut failed: MessageReader<NpcReplyFailed>,
+    mut summaries: MessageReader<NpcSummaryUpdated>,
+    mut degraded: MessageReader<NpcMemoryDegraded>,
+) {
+    let now = Instant::now();
+    for start in started.read() {
+        if start.npc.as_str() == FOREGROUND
+            && let Some(at) = observed.written.remove(&*start.line)
+        {
+            observed.turns.insert(start.turn, at);
+        }
+    }
+    for reply in replied.read() {
+        match observed.turns.remove(&reply.turn) {
+            Some(at) => observed.latencies.push(now - at),
+            None => observed.background_replies += 1,
+        }
+    }
+    for failure in failed.read() {
+        if failure.npc.as_str() == FOREGROUND {
+            observed.foreground_failures.push(failure.error.to_string());
+            if let Some(turn) = failure.turn {
+                observed.turns.remove(&turn);
+            }
+            // Refused at once (busy): it never got a turn, so it is not waiting.
+            if let Some(line) = &failure.unrecorded_line {
+                observed.written.remove(line);
+            }
+        }
+    }
+    for summary in summaries.read() {
+        observed.summaries += 1;
+        observed.covered += summary.covered.end - summary.covered.start;
+    }
+    for event in degraded.read() {
+        match event.degradation {
+            bevy_npc_memory::memory::Degradation::WindowOverflow { .. } => observed.overflows += 1,
+            _ => observed.summary_failures += 1,
+        }
+    }
+}
+
+fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
+    let mut settings = NpcMemorySettings::default();
+    settings.memory.max_context_window = WINDOW;
+    settings.memory.summary_threshold = Some(SUMMARY_EVERY);
+    if mode != Mode::Unscheduled {
+        let budget = ((args.limit as f64 * BUDGET_SHARE).floor() as u32).max(1);
+        settings.schedule.requests_per_minute = Some(budget);
+        settings.schedule.background_delay = Duration::from_secs(args.delay);
+        if let Some(reserve) = args.reply_reserve {
+            settings.schedule.reply_reserve = reserve;
+        }
+    }
+    let config = OpenAiConfig::custom("fake", server.base_url(), REPLY_MODEL)
+        .with_summary_model(SUMMARY_MODEL);
+    let backend = OpenAiBackend::new(config).expect("no key is needed");
+
+    let mut app = App::new();
+    app.add_plugins((MinimalPlugins, AssetPlugin::default()))
+        .add_plugins(
+            NpcMemoryPlugin::default()
+                .with_settings(settings)
+                .with_backend(backend),
+        )
+        .init_resource::<Bracket>()
+        .init_resource::<Observed>()
+        .add_systems(
+            Update,
+            (
+                bracket_start.before(NpcMemorySystems::Personas),
+                bracket_end.after(NpcMemorySystems::Persist),
+                observe.after(bracket_end),
+            ),
+        );
+    // What the runner does before the first frame; `app.run()` is never called.
+    app.finish();
+    app.cleanup();
+
+    let persona = Persona::new(
+        "Villager",
+        "You live in a small underground settlement. Answer in one or two sentences.",
+    );
+    let handle = app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .add(persona);
+    let fg = app
+        .world_mut()
+        .spawn(Npc::new(FOREGROUND, handle.clone()))
+        .id();
+    if mode == Mode::Scheduled || mode == Mode::Unloaded {
+        app.world_mut()
+            .entity_mut(fg)
+            .insert(MemoryTier::Foreground);
+    }
+    if mode != Mode::Unloaded {
+        for i in 0..args.npcs - 1 {
+            let npc = app
+                .world_mut()
+                .spawn(Npc::new(format!("bg{i}"), handle.clone()))
+                .id();
+            if mode == Mode::Scheduled {
+                app.world_mut()
+                    .entity_mut(npc)
+                    .insert(MemoryTier::Background);
+            }
+        }
+    }
+    let npcs = if mode == Mode::Unloaded { 1 } else { args.npcs };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.world().resource::<ContextMemoryManager>().len() < npcs {
+        assert!(
+            Instant::now() < deadline,
+            "NPCs got no memory within a minute"
+        );
+        app.update();
+    }
+    app.world_mut().resource_mut::<Bracket>().samples.clear();
+    app
+}
+
+/// Percentiles of durations, in ms.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    samples: usize,
+    p50_ms: f64,
+    p95_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let at = |p: f64| {
+            let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+            sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e3
+        };
+        Self {
+            samples: sorted.len(),
+            p50_ms: at(50.0),
+            p95_ms: at(95.0),
+            p99_ms: at(99.0),
+            max_ms: sorted.last().expect("not empty").as_secs_f64() * 1e3,
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+struct ModeReport {
+    mode: Mode,
+    npcs: usize,
+    seconds: f64,
+    frames: usize,
+    player_lines: usize,
+    chatter_lines: usize,
+    latency: Stats,
+    /// Foreground lines with no reply by the end of the run.
+    unanswered: usize,
+    foreground_failures: Vec<String>,
+    bracket: Stats,
+    frames_over_budget: usize,
+    plugin_requests: u64,
+    replies: Traffic,
+    summaries: Traffic,
+    observed_summaries: u64,
+    covered: u64,
+    overflows: u64,
+    summary_failures: u64,
+    deferred_at_end: usize,
+    queue_at_end: usize,
+    budget: Option<u32>,
+}
+
+fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
+    let server = FakeProvider::start(args.limit);
+    let mut app = build_app(mode, args, &server);
+    let loaded = mode != Mode::Unloaded;
+    let run = Duration::from_secs(args.seconds);
+    let (mut next_chatter, mut next_player) = (0, 0);
+    let mut frames = 0;
+    let start = Instant::now();
+    loop {
+        let now = start.elapsed();
+        if now >= run {
+            break;
+        }
+        while loaded && next_chatter < plan.chatter.len() && plan.chatter[next_chatter].0 <= now {
+            let (_, npc, line) = &plan.chatter[next_chatter];
+            app.world_mut()
+                .write_message(NpcWitnessed::new([format!("bg{npc}")], line.as_str()));
+            next_chatter += 1;
+        }
+        while next_player < plan.player.len() && plan.player[next_player].0 <= now {
+            let line = &plan.player[next_player].1;
+            app.world_mut()
+                .resource_mut::<Observed>()
+                .written
+                .insert(line.clone(), Instant::now());
+            app.world_mut()
+                .write_message(TalkToNpc::new(FOREGROUND, line.as_str()));
+            next_player += 1;
+        }
+        app.update();
+        frames += 1;
+        std::thread::sleep(FRAME_SLEEP);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let (replies, summaries) = server.traffic();
+    let world = app.world_mut();
+    let bracket = std::mem::take(&mut world.resource_mut::<Bracket>().samples);
+    let scheduler = world.resource::<NpcMemoryScheduler>();
+    let (plugin_requests, deferred_at_end, queue_at_end, budget) = (
+        scheduler.requests_sent(),
+        scheduler.deferred_summaries(),
+        scheduler.queue_depth(),
+        scheduler.budget_use().requests_per_minute,
+    );
+    let observed = world.resource::<Observed>();
+    ModeReport {
+        mode,
+        npcs: if loaded { args.npcs } else { 1 },
+        seconds,
+        frames,
+        player_lines: next_player,
+        chatter_lines: next_chatter,
+        latency: Stats::of(&observed.latencies),
+        unanswered: observed.written.len() + observed.turns.len(),
+        foreground_failures: observed.foreground_failures.clone(),
+        frames_over_budget: bracket.iter().filter(|d| **d > FRAME_BUDGET).count(),
+        bracket: Stats::of(&bracket),
+        plugin_requests,
+        replies,
+        summaries,
+        observed_summaries: observed.summaries,
+        covered: observed.covered,
+        overflows: observed.overflows,
+        summary_failures: observed.summary_failures,
+        deferred_at_end,
+        queue_at_end,
+        budget,
+    }
+}
+
+impl ModeReport {
+    fn total(&self) -> Traffic {
+        Traffic {
+            requests: self.replies.requests + self.summaries.requests,
+            rate_limited: self.replies.rate_limited + self.summaries.rate_limited,
+            tokens_sent: self.replies.tokens_sent + self.summaries.tokens_sent,
+            tokens_accepted: self.replies.tokens_accepted + self.summaries.tokens_accepted,
+        }
+    }
+
+    fn per_hour(&self, x: u64) -> f64 {
+        x as f64 * 3600.0 / self.seconds
+    }
+
+    fn json(&self) -> Value {
+        let latency = &self.latency;
+        let bracket = &self.bracket;
+        json!({
+            "mode": self.mode.name(),
+            "npcs": self.npcs,
+            "seconds": round3(self.seconds),
+            "frames": self.frames,
+            "requests_per_minute_budget": self.budget,
+            "player_lines": self.player_lines,
+            "chatter_lines": self.chatter_lines,
+            "foreground_reply_latency_ms": {
+                "replies": latency.samples,
+                "p50": round3(latency.p50_ms),
+                "p95": round3(latency.p95_ms),
+                "max": round3(latency.max_ms),
+                "unanswered": self.unanswered,
+                "failures": self.foreground_failures,
+            },
+            "plugin_frame_ms": {
+                "frames": bracket.samples,
+                "p50": round3(bracket.p50_ms),
+                "p99": round3(bracket.p99_ms),
+                "max": round3(bracket.max_ms),
+                "over_1ms": self.frames_over_budget,
+            },
+            "plugin_requests_sent": self.plugin_requests,
+            "server": {
+                "all": self.total().json(self.seconds),
+                "replies": self.replies.json(self.seconds),
+                "summaries": self.summaries.json(self.seconds),
+            },
+            "summaries_applied": self.observed_summaries,
+            "messages_covered_by_summaries": self.covered,
+            "window_overflows": self.overflows,
+            "summary_failures": self.summary_failures,
+            "deferred_summaries_at_end": self.deferred_at_end,
+            "queue_depth_at_end": self.queue_at_end,
+        })
+    }
+}
+
+fn print_table(reports: &[ModeReport]) {
+    println!(
+        "| mode | NPCs | fg replies | fg latency p50 / p95 / max (ms) | fg unanswered / failed | plugin frame p99 / worst (ms) | frames > 1 ms | plugin requests | server requests / 429s | prompt tokens sent / accepted | per hour: sent / accepted | summaries (messages covered) | window overflows |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in reports {
+        let t = r.total();
+        println!(
+            "| {} | {} | {} | {:.0} / {:.0} / {:.0} | {} / {} | {:.3} / {:.3} | {} of {} | {} | {} / {} | {} / {} | {:.0} / {:.0} | {} ({}) | {} |",
+            r.mode.name(),
+            r.npcs,
+            r.latency.samples,
+            r.latency.p50_ms,
+            r.latency.p95_ms,
+            r.latency.max_ms,
+            r.unanswered,
+            r.foreground_failures.len(),
+            r.bracket.p99_ms,
+            r.bracket.max_ms,
+            r.frames_over_budget,
+            r.bracket.samples,
+            r.plugin_requests,
+            t.requests,
+            t.rate_limited,
+            t.tokens_sent,
+            t.tokens_accepted,
+            r.per_hour(t.tokens_sent),
+            r.per_hour(t.tokens_accepted),
+            r.observed_summaries,
+            r.covered,
+            r.overflows,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+struct Args {
+    json: bool,
+    npcs: usize,
+    seconds: u64,
+    limit: usize,
+    chatter: f64,
+    delay: u64,
+    reply_reserve: Option<f32>,
+    modes: Vec<Mode>,
+    data: String,
+}
+
+fn parse_args() -> Args {
+    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--data PATH]";
+    let fail = |why: &str| -> ! {
+        eprintln!("{why}\n{usage}");
+        std::process::exit(2);
+    };
+    let mut args = Args {
+        json: false,
+        npcs: DEFAULT_NPCS,
+        seconds: DEFAULT_SECONDS,
+        limit: DEFAULT_LIMIT,
+        chatter: DEFAULT_CHATTER,
+        delay: DEFAULT_DELAY_SECS,
+        reply_reserve: None,
+        modes: vec![Mode::Unloaded, Mode::Scheduled, Mode::Unscheduled],
+        data: "../shared/bench/locomo/locomo_dev.json".to_owned(),
+    };
+    let mut iter = std::env::args().skip(1);
+    let number = |what: &str, iter: &mut dyn Iterator<Item = String>| -> f64 {
+        iter.next()
+            .and_then(|n| n.parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .unwrap_or_else(|| fail(&format!("{what} needs a number")))
+    };
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--json" => args.json = true,
+            "--npcs" => args.npcs = number("--npcs", &mut iter) as usize,
+            "--seconds" => args.seconds = number("--seconds", &mut iter) as u64,
+            "--limit" => args.limit = number("--limit", &mut iter) as usize,
+            "--chatter" => args.chatter = number("--chatter", &mut iter),
+            "--delay" => args.delay = number("--delay", &mut iter) as u64,
+            "--reply-reserve" => {
+                args.reply_reserve = Some(number("--reply-reserve", &mut iter) as f32)
+            }
+            "--modes" => {
+                let list = iter.next().unwrap_or_default();
+                args.modes = list
+                    .split(',')
+                    .map(|name| match name {
+                        "unloaded" => Mode::Unloaded,
+                        "scheduled" => Mode::Scheduled,
+                        "unscheduled" => Mode::Unscheduled,
+                        _ => fail(&format!("unknown mode {name:?}")),
+                    })
+                    .collect();
+            }
+            "--data" => args.data = iter.next().unwrap_or_else(|| fail("--data needs a path")),
+            "-h" | "--help" => {
+                println!("{usage}");
+                std::process::exit(0);
+            }
+            other => fail(&format!("unknown argument {other:?}")),
+        }
+    }
+    if args.npcs < 1 || args.limit < 1 || args.seconds <= PLAYER_QUIET_END.as_secs() {
+        fail("--npcs and --limit must be at least 1, --seconds over 10");
+    }
+    args
+}
+
+fn main() {
+    let args = parse_args();
+    let (lines, source) = load_lines(&args.data);
+    let plan = schedule(&args, &lines);
+    let reports: Vec<ModeReport> = args
+        .modes
+        .iter()
+        .map(|&mode| {
+            if !args.json {
+                eprintln!("running {} for {} s ...", mode.name(), args.seconds);
+            }
+            run_mode(mode, &args, &plan)
+        })
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    if args.json {
+        let report = json!({
+            "release": !cfg!(debug_assertions),
+            "cpus": cpus,
+            "lines": source,
+            "settings": {
+                "npcs": args.npcs,
+                "seconds": args.seconds,
+                "server_limit_per_minute": args.limit,
+                "server_latency_ms": SERVER_LATENCY.as_millis() as u64,
+                "chatter_lines_per_second": args.chatter,
+                "background_delay_s": args.delay,
+                "reply_reserve": args.reply_reserve,
+                "player_line_every_s": PLAYER_EVERY.as_secs(),
+                "window": WINDOW,
+                "summary_every": SUMMARY_EVERY,
+                "seed": SEED,
+            },
+            "modes": reports.iter().map(ModeReport::json).collect::<Vec<_>>(),
+        });
+        println!("{report}");
+        return;
+    }
+    println!(
+        "scheduler_bench (release build: {}, {cpus} CPUs, {} lines): {} NPCs, {} s per mode, server limit {}/min, {} chatter lines/s, background delay {} s, reply reserve {}",
+        !cfg!(debug_assertions),
+        source,
+        args.npcs,
+        args.seconds,
+        args.limit,
+        args.chatter,
+        args.delay,
+        args.reply_reserve
+            .map_or("default".to_owned(), |r| r.to_string())
+    );
+    println!();
+    print_table(&reports);
+    for r in &reports {
+        for failure in r.foreground_failures.iter().take(3) {
+            println!("{}: foreground failure: {failure}", r.mode.name());
+        }
+    }
+}
