@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use bevy_npc_memory::memory::{PersonaPrompt, SummaryStyle};
+use bevy_npc_memory::memory::{Calendar, PersonaPrompt, SummaryStyle};
 use serde_json::Value;
 
 /// Reads the file as a JSON list of conversations. Errors name the file.
@@ -146,17 +146,12 @@ pub fn parse_date(text: &str) -> Option<f64> {
         "november",
         "december",
     ];
-    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + hour * 3600 + minute * 60) as f64)
+    let month = months.iter().position(|m| m.eq_ignore_ascii_case(month))? as u32 + 1;
+    let year: i32 = year.parse().ok()?;
+    // The library's calendar knows the days since 1970: a clock starting that day
+    // puts 1970 that many seconds before its zero.
+    let midnight = -Calendar::starting_on(year, month, u32::try_from(day).ok()?)?.unix_epoch;
+    Some(midnight + (hour * 3600 + minute * 60) as f64)
 }
 
 #[cfg(test)]
