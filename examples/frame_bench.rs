@@ -41,6 +41,10 @@ use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
 use serde_json::{Value, json};
 
+#[path = "shared/sampling.rs"]
+mod sampling;
+use sampling::{Lcg, percentile};
+
 /// How many NPCs exist unless `--npcs` says otherwise.
 const DEFAULT_NPCS: usize = 1_000;
 /// Frames measured per scenario.
@@ -316,12 +320,6 @@ fn sets_json(sets: &Option<[Stats; 4]>) -> Value {
             .into(),
         None => Value::Null,
     }
-}
-
-/// The nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 fn micros(d: Duration) -> f64 {
@@ -768,18 +766,8 @@ fn main() {
 // ---------------------------------------------------------------------------
 // Scenario L: loading a large save while frames run.
 
-/// A tiny deterministic generator, so every run loads the same save.
-struct Lcg(u64);
-
+// Every run loads the same save: its lines come from a seeded `Lcg`.
 impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
     fn pick<'a>(&mut self, words: &[&'a str]) -> &'a str {
         words[self.next() as usize % words.len()]
     }

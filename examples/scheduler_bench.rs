@@ -69,6 +69,10 @@ use bevy_npc_memory::memory::estimate_tokens;
 use bevy_npc_memory::prelude::*;
 use serde_json::{Value, json};
 
+#[path = "shared/sampling.rs"]
+mod sampling;
+use sampling::{Lcg, percentile};
+
 /// NPCs unless `--npcs` says otherwise: one foreground, the rest background.
 const DEFAULT_NPCS: usize = 200;
 /// Seconds each mode runs unless `--seconds` says otherwise.
@@ -344,18 +348,8 @@ fn write_stream(stream: &mut TcpStream, text: &str, usage: Value) -> std::io::Re
 // ---------------------------------------------------------------------------
 // The lines.
 
-/// A tiny deterministic generator, so every mode hears the same schedule.
-struct Lcg(u64);
-
+// Every mode hears the same schedule: it is drawn from a seeded `Lcg`.
 impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
@@ -654,10 +648,7 @@ impl Stats {
         }
         let mut sorted = samples.to_vec();
         sorted.sort_unstable();
-        let at = |p: f64| {
-            let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-            sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e3
-        };
+        let at = |p: f64| percentile(&sorted, p).as_secs_f64() * 1e3;
         Self {
             samples: sorted.len(),
             p50_ms: at(50.0),
