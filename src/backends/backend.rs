@@ -311,26 +311,40 @@ impl fmt::Display for ResponsePart {
 }
 
 /// How a backend reports on a request while it runs: streamed pieces of a reply,
-/// and retries.
+/// retries, and rate limits it waits out itself.
 ///
 /// The plugin turns each piece into an `NpcReplyDelta` message so a UI can typewrite,
 /// and counts retries in its usage figures. Backends that cannot stream never call
-/// [`Progress::delta`].
+/// [`Progress::delta`]. A backend that retries a rate-limited request itself calls
+/// [`Progress::rate_limited`] first, so that the plugin's scheduler holds every
+/// other request meanwhile instead of sending them into the same limit.
 #[derive(Clone, Default)]
 pub struct Progress {
     on_delta: Option<Arc<DeltaFn>>,
+    on_rate_limit: Option<Arc<RateLimitFn>>,
     retries: Arc<AtomicU32>,
 }
 
 type DeltaFn = dyn Fn(&str) + Send + Sync;
+type RateLimitFn = dyn Fn(Option<Duration>) + Send + Sync;
 
 impl Progress {
     /// Progress that forwards every piece of the reply to `on_delta`.
     pub fn streaming(on_delta: impl Fn(&str) + Send + Sync + 'static) -> Self {
         Self {
             on_delta: Some(Arc::new(on_delta)),
-            retries: Arc::default(),
+            ..Self::default()
         }
+    }
+
+    /// The same progress, also telling `on_rate_limit` of every rate limit the
+    /// backend waits out itself.
+    pub(crate) fn on_rate_limit(
+        mut self,
+        on_rate_limit: impl Fn(Option<Duration>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_rate_limit = Some(Arc::new(on_rate_limit));
+        self
     }
 
     /// Progress that nobody streams from, such as a summary's.
@@ -355,6 +369,17 @@ impl Progress {
     /// Records that the backend is about to try the request again.
     pub fn retrying(&self) {
         self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records that the provider rate-limited the request (HTTP 429) and that the
+    /// backend will wait and try again itself, `retry_after` being the wait the
+    /// provider asked for, if it said. Call it before [`retrying`](Self::retrying).
+    /// A backend that instead returns [`BackendError::RateLimited`] needs no call:
+    /// the plugin sees the error.
+    pub fn rate_limited(&self, retry_after: Option<Duration>) {
+        if let Some(on_rate_limit) = &self.on_rate_limit {
+            on_rate_limit(retry_after);
+        }
     }
 
     /// Retries recorded so far.

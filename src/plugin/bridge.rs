@@ -77,6 +77,12 @@ pub(crate) enum TaskEvent {
         task: TaskId,
         text: String,
     },
+    /// The backend waits out a rate limit and will try again itself.
+    RateLimited {
+        npc: NpcId,
+        task: TaskId,
+        retry_after: Option<Duration>,
+    },
     Done(Finished),
 }
 
@@ -180,6 +186,17 @@ impl LlmBridge {
                 })
             }
             Purpose::Summary => Progress::silent(),
+        };
+        let progress = {
+            let sender = self.sender.clone();
+            let npc = npc.clone();
+            progress.on_rate_limit(move |retry_after| {
+                let _ = sender.send(TaskEvent::RateLimited {
+                    npc: npc.clone(),
+                    task,
+                    retry_after,
+                });
+            })
         };
         let backend = self.backend(purpose).clone();
         let backend_name: Arc<str> = backend.name().into();

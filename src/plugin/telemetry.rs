@@ -117,8 +117,11 @@ pub enum TelemetryEvent {
         /// Whether the provider said how long (`Retry-After`).
         retry_after: bool,
         /// Whether the request was queued again; otherwise it failed, having been
-        /// rate limited too often.
+        /// rate limited too often, or the backend retries it itself.
         requeued: bool,
+        /// Whether the backend waits out the limit and retries the request itself
+        /// (the HTTP client's own retries): the request is still running.
+        backend_retries: bool,
     },
     /// Memory lost quality.
     Degraded {
@@ -379,9 +382,10 @@ fn log_event(event: &TelemetryEvent) {
             pause_ms,
             retry_after,
             requeued,
+            backend_retries,
         } => tracing::warn!(
             target: TELEMETRY_TARGET, %npc, purpose = purpose.as_str(), pause_ms,
-            retry_after, requeued, "[Memory] rate limited; every request pauses"
+            retry_after, requeued, backend_retries, "[Memory] rate limited; every request pauses"
         ),
     }
 }

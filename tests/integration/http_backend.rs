@@ -235,6 +235,56 @@ fn rate_limited_429_honours_retry_after_then_succeeds() {
     s.finish("Hello, I'm Alex.");
 }
 
+/// The client waits out a 429 itself and says so: the scheduler holds every other
+/// request until the client's retry is accepted, instead of sending them into the
+/// same limit. The client's own wait is short here, and the provider's
+/// `Retry-After` long, so the test does not depend on timing.
+#[test]
+fn a_429_the_client_retries_itself_holds_every_other_request_until_it_is_accepted() {
+    let mut s = setup("429-pause", |config| {
+        config.retry.max_delay = Duration::from_millis(50);
+    });
+    s.h.spawn("guard", persona("Guard"));
+    s.server
+        .push(
+            FakeReply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                .with_header("Retry-After", "30"),
+        )
+        .set_fallback(FakeReply::Stream {
+            events: stream_events(&["Logged."], true),
+            done: true,
+        });
+    s.h.say("echo7", "Hello?");
+    s.h.run_until("the scheduler hears of the 429 the client waits out", |w| {
+        let scheduler = w.resource::<NpcMemoryScheduler>();
+        scheduler.budget_use().rate_limited_for.is_some()
+    });
+    s.h.say("guard", "Evening.");
+    s.h.wait_for_replies(2);
+    let senders: Vec<_> = (s.server.received().iter())
+        .map(|r| {
+            if r.body.contains("Evening.") {
+                "guard"
+            } else {
+                "echo7"
+            }
+        })
+        .collect();
+    assert_eq!(
+        senders,
+        ["echo7", "echo7", "guard"],
+        "the guard's line waited for the retry"
+    );
+    assert!(s.h.inbox::<NpcReplyFailed>().is_empty(), "nothing failed");
+    assert_eq!(s.reply_usage().retries, 1);
+    let scheduler = s.h.app.world().resource::<NpcMemoryScheduler>();
+    assert_eq!(
+        scheduler.budget_use().rate_limited_for,
+        None,
+        "the accepted retry ended the pause, not the 30 s Retry-After"
+    );
+}
+
 #[test]
 fn a_500_is_retried_and_then_succeeds() {
     let mut s = setup("500", |_| {});
@@ -576,6 +626,8 @@ fn a_huge_retry_after_is_capped_by_max_delay() {
         events: stream_events(&["Still here."], true),
         done: true,
     });
+    // The scheduler paused every request for the huge Retry-After too (up to its
+    // own cap); the client's retry being accepted ends that pause.
     s.say_and_wait("And now?");
     assert_eq!(s.h.replies("echo7"), ["Logged.", "Still here."]);
     s.finish("Hello?");

@@ -205,6 +205,9 @@ impl Inner {
                         provider = %config.provider, retry = retry + 1, ?wait,
                         error = %failure.error, "retrying"
                     );
+                    if failure.error.rate_limit().is_some() {
+                        progress.rate_limited(failure.retry_after);
+                    }
                     progress.retrying();
                     tokio::time::sleep(wait).await;
                     retry += 1;

@@ -90,14 +90,51 @@ impl Dialogue<'_, '_> {
             pause_ms: pause.as_secs_f64() * 1000.0,
             retry_after: retry_after.is_some(),
             requeued,
+            backend_retries: false,
         });
         requeued
     }
 
+    /// The backend waits out a rate limit and retries the request itself (an HTTP
+    /// client's own retries): the request keeps running, and every other one
+    /// pauses too, rather than meeting the same limit.
+    pub(crate) fn retried_in_backend(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        retry_after: Option<Duration>,
+    ) {
+        if !self.requests.is_running(npc, task) {
+            return; // cancelled meanwhile: its limit is no longer our business
+        }
+        let pause = (self.scheduler).backend_waits_out(task, retry_after, &self.settings.schedule);
+        self.telemetry.emit(TelemetryEvent::Backoff {
+            npc: npc.clone(),
+            purpose: self.purpose_of(npc, task),
+            pause_ms: pause.as_secs_f64() * 1000.0,
+            retry_after: retry_after.is_some(),
+            requeued: false,
+            backend_retries: true,
+        });
+    }
+
+    /// Whether request `task` of `npc` is its reply or a summary.
+    pub(crate) fn purpose_of(&self, npc: &NpcId, task: TaskId) -> Purpose {
+        if self.requests.reply_task(npc) == Some(task) {
+            Purpose::Reply
+        } else {
+            Purpose::Summary
+        }
+    }
+
     /// A request came back: a success resets the rate-limit pause's doubling.
-    pub(crate) fn paced(&mut self, result: &Result<crate::backends::ChatResponse, BackendError>) {
+    pub(crate) fn paced(
+        &mut self,
+        task: TaskId,
+        result: &Result<crate::backends::ChatResponse, BackendError>,
+    ) {
         if result.is_ok() {
-            self.scheduler.succeeded();
+            self.scheduler.succeeded(task);
         }
     }
 }

@@ -30,6 +30,11 @@ impl Dialogue<'_, '_> {
                         self.out.delta(NpcReplyDelta { npc, turn, delta });
                     }
                 }
+                TaskEvent::RateLimited {
+                    npc,
+                    task,
+                    retry_after,
+                } => self.retried_in_backend(&npc, task, retry_after),
                 TaskEvent::Done(done) => self.finished(done),
             }
         }
@@ -47,16 +52,12 @@ impl Dialogue<'_, '_> {
         if let Err(error) = &result
             && let Some(retry_after) = error.rate_limit()
         {
-            let purpose = if self.requests.reply_task(&npc) == Some(task) {
-                Purpose::Reply
-            } else {
-                Purpose::Summary
-            };
+            let purpose = self.purpose_of(&npc, task);
             if self.rate_limited(&npc, task, purpose, retry_after) {
                 return;
             }
         }
-        self.paced(&result);
+        self.paced(task, &result);
         let Some(finished) = self.requests.finish(&npc, task) else {
             return;
         };

@@ -23,15 +23,22 @@ impl NpcRequests {
 
     /// Whether `task` is the NPC's reply or summary and still waits to be sent.
     pub(crate) fn is_waiting(&self, npc: &NpcId, task: TaskId) -> bool {
-        let Some(slot) = self.npcs.get(npc) else {
-            return false;
-        };
+        self.ticket(npc, task).is_some_and(Ticket::is_queued)
+    }
+
+    /// Whether `task` is the NPC's reply or summary and has been sent.
+    pub(crate) fn is_running(&self, npc: &NpcId, task: TaskId) -> bool {
+        self.ticket(npc, task).is_some_and(|t| !t.is_queued())
+    }
+
+    fn ticket(&self, npc: &NpcId, task: TaskId) -> Option<&Ticket> {
+        let slot = self.npcs.get(npc)?;
         let reply = slot.reply.as_ref().map(|r| &r.ticket);
         let summary = slot.summary.as_ref().map(|s| &s.ticket);
         [reply, summary]
             .into_iter()
             .flatten()
-            .any(|t| t.id == task && t.is_queued())
+            .find(|t| t.id == task)
     }
 
     /// The queued request `ticket` was reserved for now runs under `ticket`; a

@@ -113,6 +113,12 @@ impl Backoff {
         self.streak = 0;
     }
 
+    /// The provider took a request sent after the limit: the pause ends at `now`.
+    pub(crate) fn lift(&mut self, now: Duration) {
+        self.until = self.until.min(now);
+        self.streak = 0;
+    }
+
     /// When dispatch may resume, if it is paused at `now`.
     pub(crate) fn paused_until(&self, now: Duration) -> Option<Duration> {
         (now < self.until).then_some(self.until)
@@ -202,5 +208,19 @@ mod tests {
             assert_eq!(backoff.rate_limited(now, None, rules), secs(2));
         }
         assert_eq!(backoff.rate_limited(now + secs(2), None, rules), secs(4));
+    }
+
+    #[test]
+    fn lifting_ends_the_pause_now_and_restarts_the_doubling() {
+        let rules = BackoffRules {
+            first: secs(2),
+            max: secs(60),
+        };
+        let mut backoff = Backoff::default();
+        assert_eq!(backoff.rate_limited(secs(10), None, rules), secs(2));
+        assert_eq!(backoff.rate_limited(secs(12), None, rules), secs(4));
+        backoff.lift(secs(13));
+        assert_eq!(backoff.paused_until(secs(13)), None);
+        assert_eq!(backoff.rate_limited(secs(20), None, rules), secs(2));
     }
 }

@@ -111,6 +111,8 @@ pub struct NpcMemoryScheduler {
     now: Duration,
     budget: BudgetUse,
     sent: u64,
+    /// The last request whose backend waits out a rate limit itself.
+    waited_out_by_backend: Option<TaskId>,
 }
 
 impl NpcMemoryScheduler {
@@ -294,9 +296,26 @@ impl NpcMemoryScheduler {
             .rate_limited(self.now, retry_after, settings.backoff())
     }
 
-    /// A request succeeded.
-    pub(crate) fn succeeded(&mut self) {
+    /// A request succeeded. If it is the one whose backend waited out the last
+    /// rate limit, its retry was sent after the limit and accepted, so the pause
+    /// ends now even if it was longer than the backend's own wait.
+    pub(crate) fn succeeded(&mut self, task: TaskId) {
         self.policy.succeeded();
+        if self.waited_out_by_backend.take_if(|t| *t == task).is_some() {
+            self.policy.lift_pause(self.now);
+        }
+    }
+
+    /// Request `task` was rate limited and its backend waits and retries it
+    /// itself: dispatch pauses meanwhile. Returns the pause.
+    pub(crate) fn backend_waits_out(
+        &mut self,
+        task: TaskId,
+        retry_after: Option<Duration>,
+        settings: &ScheduleSettings,
+    ) -> Duration {
+        self.waited_out_by_backend = Some(task);
+        self.rate_limited(retry_after, settings)
     }
 
     /// Queues a rate-limited reply again; it goes first when the pause ends.

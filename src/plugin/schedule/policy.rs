@@ -134,6 +134,11 @@ impl<W> Policy<W> {
         self.backoff.succeeded();
     }
 
+    /// A request sent after a rate limit succeeded: dispatch resumes at `now`.
+    pub(crate) fn lift_pause(&mut self, now: Duration) {
+        self.backoff.lift(now);
+    }
+
     /// Why the last [`next`](Self::next) sent nothing, if something was ready.
     pub(crate) fn held(&self) -> Option<Held> {
         self.held

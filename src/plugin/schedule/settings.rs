@@ -49,7 +49,9 @@ pub struct ScheduleSettings {
     /// The tier of NPCs for which neither the game nor the persona sets one.
     pub default_tier: MemoryTier,
     /// The first pause after a rate limit (HTTP 429) without `Retry-After`; it
-    /// doubles with each rate limit in a row.
+    /// doubles with each rate limit in a row. Every request pauses, including
+    /// after a 429 the HTTP backend retries itself (it reports it through
+    /// `Progress::rate_limited`), so other NPCs do not meet the same limit.
     pub first_backoff: Duration,
     /// The longest pause after a rate limit, `Retry-After` included.
     pub max_backoff: Duration,
