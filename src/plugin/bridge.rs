@@ -27,6 +27,13 @@ use crate::memory::{NpcId, shorten_to_chars};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TaskId(u64);
 
+impl TaskId {
+    /// A number no other request of this app has.
+    pub(crate) fn key(self) -> u64 {
+        self.0
+    }
+}
+
 /// A request in flight, or queued in the scheduler and not sent yet. Dropping it
 /// cancels the request, which is how requests still running when the app closes
 /// are abandoned rather than waited for.

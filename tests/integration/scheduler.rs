@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
-use bevy_npc_memory::backends::{BackendFuture, ChatBackend, ChatRequest, Progress};
+use bevy_npc_memory::backends::{BackendFuture, ChatBackend, ChatRequest, Progress, TokenUsage};
 use bevy_npc_memory::memory::{Degradation, LogIndex};
 use bevy_npc_memory::prelude::*;
 use proptest::prelude::*;
@@ -27,6 +27,8 @@ struct Recording {
     retry_after: Option<Duration>,
     hold_first_summary: Option<async_channel::Receiver<()>>,
     held: Arc<AtomicU32>,
+    /// The usage every answer reports, as a provider would.
+    usage: Option<TokenUsage>,
 }
 
 impl Recording {
@@ -76,11 +78,14 @@ impl ChatBackend for Recording {
             _ => None,
         };
         let answer = OfflineBackend::default().complete(request, progress);
+        let usage = self.usage;
         Box::pin(async move {
             if let Some(gate) = gate {
                 let _ = gate.recv().await;
             }
-            answer.await
+            let mut answer = answer.await?;
+            answer.usage = usage.or(answer.usage);
+            Ok(answer)
         })
     }
 }
@@ -308,6 +313,49 @@ fn a_reply_finds_budget_left_while_background_summaries_have_a_backlog() {
                 .count(),
             1
         );
+    }
+}
+
+/// A provider bills far more than the plugin's estimate of a short line (a long
+/// persona in its own tokenizer, say): the tokens-per-minute budget counts what it
+/// reported, so the next line waits for the minute instead of meeting a 429.
+#[test]
+fn the_token_budget_counts_what_the_provider_reports_not_the_estimate() {
+    for reported in [None, Some(1_400)] {
+        let backend = Recording {
+            usage: reported.map(|prompt_tokens| TokenUsage {
+                prompt_tokens,
+                completion_tokens: 50,
+                cached_tokens: None,
+            }),
+            ..Recording::default()
+        };
+        let plugin = NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_settings(settings(|s| {
+                s.schedule.tokens_per_minute = Some(1_000);
+                s.memory.summary_threshold = Some(100);
+            }));
+        let mut h = simulated(plugin);
+        h.spawn("echo7", persona("ECHO-7"));
+        h.spawn("guard", persona("Guard"));
+        h.say("echo7", "Hello?");
+        let first = run_timed(&mut h, &backend, |h| h.inbox::<NpcReplied>().len() == 1);
+        h.say("guard", "Evening.");
+        let second = run_timed(&mut h, &backend, |h| h.inbox::<NpcReplied>().len() == 2);
+        assert_eq!(first, [0.0]);
+        let used = scheduler(&h).budget_use().tokens;
+        match reported {
+            None => {
+                assert_eq!(second, [0.0], "estimates alone leave room");
+                assert!(used < 1_000, "{used} estimated tokens");
+            }
+            Some(_) => {
+                assert_eq!(second.len(), 1);
+                assert!(second[0] >= 59.0, "waited for the minute: {second:?}");
+                assert!(h.inbox::<NpcReplyFailed>().is_empty());
+            }
+        }
     }
 }
 

@@ -49,7 +49,7 @@ impl Dialogue<'_, '_> {
         };
         let purpose = request.purpose();
         self.scheduler
-            .spend_tokens(estimate_prompt_tokens(&request.messages) as u64);
+            .spend_tokens(task, estimate_prompt_tokens(&request.messages) as u64);
         if !waited.is_zero() && self.telemetry.is_recording() {
             self.telemetry.emit(TelemetryEvent::Deferred {
                 npc: npc.clone(),
@@ -133,8 +133,11 @@ impl Dialogue<'_, '_> {
         task: TaskId,
         result: &Result<crate::backends::ChatResponse, BackendError>,
     ) {
-        if result.is_ok() {
+        if let Ok(response) = result {
             self.scheduler.succeeded(task);
+            if let Some(usage) = response.usage {
+                self.scheduler.billed(task, usage);
+            }
         }
     }
 }

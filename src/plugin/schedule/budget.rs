@@ -15,13 +15,21 @@ pub(crate) const MINUTE: Duration = Duration::from_secs(60);
 /// with 429s. Here no 60-second span ever holds more than the limit.
 #[derive(Debug, Default)]
 pub(crate) struct MinuteWindow {
-    spent: VecDeque<(Duration, u64)>,
+    spent: VecDeque<Spent>,
     total: u64,
+}
+
+/// One spending: when, how much, and the key it can be corrected by.
+#[derive(Clone, Copy, Debug)]
+struct Spent {
+    at: Duration,
+    amount: u64,
+    key: Option<u64>,
 }
 
 impl MinuteWindow {
     fn expire(&mut self, now: Duration) {
-        while let Some(&(at, amount)) = self.spent.front() {
+        while let Some(&Spent { at, amount, .. }) = self.spent.front() {
             if at + MINUTE > now {
                 break;
             }
@@ -43,7 +51,10 @@ impl MinuteWindow {
             return now;
         }
         let mut left = self.total;
-        for &(at, spent) in &self.spent {
+        for &Spent {
+            at, amount: spent, ..
+        } in &self.spent
+        {
             left -= spent;
             if left + amount <= limit {
                 return at + MINUTE;
@@ -54,9 +65,27 @@ impl MinuteWindow {
 
     /// Records `amount` spent at `now`.
     pub(crate) fn spend(&mut self, now: Duration, amount: u64) {
+        self.spend_as(now, amount, None);
+    }
+
+    /// Records `amount` spent at `now`, correctable later by `key`.
+    pub(crate) fn spend_as(&mut self, now: Duration, amount: u64, key: Option<u64>) {
         self.expire(now);
-        self.spent.push_back((now, amount));
+        self.spent.push_back(Spent {
+            at: now,
+            amount,
+            key,
+        });
         self.total += amount;
+    }
+
+    /// What the spending last recorded under `key` really cost, once known. It
+    /// stays dated when it was spent; one that has left the window is past caring.
+    pub(crate) fn correct(&mut self, key: u64, amount: u64) {
+        if let Some(spent) = self.spent.iter_mut().rev().find(|s| s.key == Some(key)) {
+            self.total = self.total - spent.amount + amount;
+            spent.amount = amount;
+        }
     }
 
     /// What was spent in the minute up to `now`.
@@ -222,5 +251,32 @@ mod tests {
         backoff.lift(secs(13));
         assert_eq!(backoff.paused_until(secs(13)), None);
         assert_eq!(backoff.rate_limited(secs(20), None, rules), secs(2));
+    }
+
+    #[test]
+    fn a_correction_replaces_the_latest_spending_under_its_key_while_it_counts() {
+        let mut window = MinuteWindow::default();
+        window.spend_as(secs(0), 100, Some(7));
+        window.spend_as(secs(5), 100, Some(7)); // sent again after a 429
+        window.spend_as(secs(10), 50, None);
+        window.correct(7, 900);
+        assert_eq!(window.used(secs(10)), 1050);
+        assert_eq!(
+            window.free_at(secs(10), 100, Some(1000)),
+            secs(65),
+            "the corrected spending holds the budget until it is a minute old"
+        );
+        window.correct(8, 5000);
+        assert_eq!(
+            window.used(secs(10)),
+            1050,
+            "an unknown key changes nothing"
+        );
+        assert_eq!(window.used(secs(61)), 950);
+        window.correct(7, 0);
+        assert_eq!(window.used(secs(61)), 50);
+        assert_eq!(window.used(secs(66)), 50);
+        window.correct(7, 10_000);
+        assert_eq!(window.used(secs(66)), 50, "expired: past caring");
     }
 }

@@ -20,7 +20,7 @@ pub use tier::MemoryTier;
 use super::bridge::TaskId;
 use super::persona::Npc;
 use super::requests::NpcRequests;
-use crate::backends::ChatRequest;
+use crate::backends::{ChatRequest, TokenUsage};
 use crate::memory::{NpcId, SummaryJobId};
 use policy::{Held, Limits, Policy};
 pub(crate) use queue::{Class, Entry};
@@ -282,8 +282,16 @@ impl NpcMemoryScheduler {
     }
 
     /// Counts tokens a request cost when it was built.
-    pub(crate) fn spend_tokens(&mut self, tokens: u64) {
-        self.policy.spend_tokens(self.now, tokens);
+    pub(crate) fn spend_tokens(&mut self, task: TaskId, tokens: u64) {
+        self.policy.spend_tokens(self.now, tokens, Some(task.key()));
+    }
+
+    /// The provider reported what request `task` cost: its prompt and its answer,
+    /// which is what a tokens-per-minute limit counts. The estimate spent when it
+    /// was sent is replaced.
+    pub(crate) fn billed(&mut self, task: TaskId, usage: TokenUsage) {
+        let tokens = usage.prompt_tokens.saturating_add(usage.completion_tokens);
+        self.policy.correct_tokens(task.key(), tokens);
     }
 
     /// A request was rate limited: dispatch pauses. Returns the pause.

@@ -114,9 +114,15 @@ impl<W> Policy<W> {
         (free > now).then_some(Held::Tokens(free))
     }
 
-    /// Counts tokens a sent request cost against the token budget.
-    pub(crate) fn spend_tokens(&mut self, now: Duration, tokens: u64) {
-        self.tokens.spend(now, tokens);
+    /// Counts tokens a sent request cost against the token budget, correctable
+    /// by `key` once the provider says what it really counted.
+    pub(crate) fn spend_tokens(&mut self, now: Duration, tokens: u64, key: Option<u64>) {
+        self.tokens.spend_as(now, tokens, key);
+    }
+
+    /// The provider counted `tokens` for the request spent under `key`.
+    pub(crate) fn correct_tokens(&mut self, key: u64, tokens: u64) {
+        self.tokens.correct(key, tokens);
     }
 
     /// A request was rate limited; returns how long dispatch pauses from `now`.
@@ -271,7 +277,7 @@ mod tests {
         }
         assert!(policy.next(secs(0), limits, |_| true).is_some());
         // The request grew when it was built (a deferred summary covers more).
-        policy.spend_tokens(secs(0), 950);
+        policy.spend_tokens(secs(0), 950, None);
         assert!(policy.next(secs(1), limits, |_| true).is_none());
         assert_eq!(policy.held(), Some(Held::Tokens(secs(60))));
         assert!(policy.next(secs(60), limits, |_| true).is_some());

@@ -30,8 +30,11 @@ use super::tier::MemoryTier;
 pub struct ScheduleSettings {
     /// Most requests sent in any 60 seconds, over all NPCs. `None`: no limit.
     pub requests_per_minute: Option<u32>,
-    /// Most estimated prompt tokens sent in any 60 seconds. `None`: no limit. A
-    /// single request larger than the limit goes alone into an empty minute.
+    /// Most tokens in any 60 seconds. `None`: no limit. A request counts its
+    /// estimated prompt when it is sent; when it comes back with the provider's
+    /// usage, its prompt and completion tokens replace the estimate, since that is
+    /// what providers count against such a limit. A single request larger than
+    /// the limit goes alone into an empty minute.
     pub tokens_per_minute: Option<u32>,
     /// The share of each per-minute budget that summaries leave to replies, so a
     /// reply the player waits for finds room even while background summaries have
