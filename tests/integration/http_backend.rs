@@ -61,7 +61,12 @@ fn setup_watched(name: &str, configure: impl FnOnce(&mut OpenAiConfig)) -> Setup
         .enable_all()
         .build()
         .unwrap();
-    setup_on(name, configure, Some(runtime))
+    let mut setup = setup_on(name, configure, Some(runtime));
+    // A flood is megabytes of tiny events, each parsed and passed on as a piece
+    // of the reply: seconds of work in a debug build on a busy machine. These
+    // tests bound bytes and allocations, not speed, so they wait longer.
+    setup.h.wait_secs = 60;
+    setup
 }
 
 fn setup_on(
@@ -593,7 +598,7 @@ fn s_received(server: &FakeLlm) -> usize {
 }
 
 fn wait_for(done: impl Fn() -> bool, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_millis(5));
