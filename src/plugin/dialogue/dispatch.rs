@@ -107,7 +107,10 @@ impl Dialogue<'_, '_> {
         if !self.requests.is_running(npc, task) {
             return; // cancelled meanwhile: its limit is no longer our business
         }
-        let pause = (self.scheduler).backend_waits_out(task, retry_after, &self.settings.schedule);
+        let settings = &self.settings.schedule;
+        let pause = self
+            .scheduler
+            .backend_waits_out(task, retry_after, settings);
         self.telemetry.emit(TelemetryEvent::Backoff {
             npc: npc.clone(),
             purpose: self.purpose_of(npc, task),
