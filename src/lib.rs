@@ -179,6 +179,9 @@ pub mod prelude {
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
+    // NPCs that act: game actions the model calls as tools.
+    pub use crate::memory::{ActionCall, ActionOutcome, NpcAction};
+    pub use crate::plugin::{Acted, ActionInvocation, NpcActed, NpcActionsAppExt, ProposedAction};
 }
 
 // The README's Rust examples are compiled with the tests (they use every feature).

@@ -40,6 +40,10 @@ pub struct NpcMemorySettings {
     /// When requests go: a per-minute budget, the pause after rate limits, and
     /// how long background NPCs' summaries wait. Unlimited by default.
     pub schedule: ScheduleSettings,
+    /// Rounds of actions one turn may take: each round is a reply that calls
+    /// actions and the follow-up request that tells the model what came of them.
+    /// Past it, requests offer no actions, so the NPC has to answer in words.
+    pub max_action_rounds: u32,
 }
 
 impl Default for NpcMemorySettings {
@@ -54,6 +58,7 @@ impl Default for NpcMemorySettings {
             collect_budget: Duration::from_micros(500),
             lore: LoreLimits::default(),
             schedule: ScheduleSettings::default(),
+            max_action_rounds: 2,
         }
     }
 }
