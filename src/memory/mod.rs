@@ -38,6 +38,8 @@ mod validation;
 mod window;
 
 #[cfg(test)]
+mod action_tests;
+#[cfg(test)]
 mod knowledge_tests;
 #[cfg(test)]
 mod layered_tests;

@@ -58,6 +58,10 @@ fn turn_of(replies: &[NpcReplied]) -> TurnId {
     replies.first().map(|r| r.turn).expect("a reply")
 }
 
+/// Actions the NPC's entity heard of, through its observer.
+#[derive(Resource, Default)]
+struct SeenOnEntity(Vec<String>);
+
 /// The game refuses to open the vault, whatever the model says.
 fn no_vault(proposed: In<ProposedAction>) -> Option<String> {
     (proposed.arguments["door"] == "vault").then(|| "the vault stays shut".to_owned())
@@ -74,8 +78,12 @@ fn harness(backend: &ScriptedBackend, settings: NpcMemorySettings) -> (Harness, 
         .init_resource::<Handled>()
         .register_npc_action::<OpenDoor, _>(open_door)
         .register_npc_action::<LaunchMissiles, _>(launch_missiles)
-        .set_npc_action_veto(no_vault);
+        .set_npc_action_veto(no_vault)
+        .init_resource::<SeenOnEntity>();
     let entity = h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+    h.app.world_mut().entity_mut(entity).observe(
+        |acted: On<Acted>, mut seen: ResMut<SeenOnEntity>| seen.0.push(acted.name.clone()),
+    );
     (h, entity)
 }
 
@@ -132,6 +140,7 @@ fn an_action_runs_its_handler_and_the_npc_says_what_came_of_it() {
         ActionOutcome::Done("The north door slides open.".into())
     );
     assert_eq!(h.replies("echo7"), ["There, the north door is open."]);
+    assert_eq!(h.app.world().resource::<SeenOnEntity>().0, ["open_door"]);
 
     // The first request offered the action with its schema; the follow-up told
     // the model what came of it.
@@ -296,4 +305,39 @@ fn a_hostile_argument_stays_quoted_when_remembered() {
             );
         }
     }
+}
+
+#[test]
+fn a_persona_lists_its_actions_and_a_star_allows_every_registered_one() {
+    let ron = |actions: &str| {
+        Persona::from_ron(&format!(
+            r#"(name: "Guard", system_prompt: "You guard.", actions: {actions})"#
+        ))
+    };
+    assert_eq!(ron(r#"["open_door"]"#).unwrap().actions, ["open_door"]);
+    let error = ron(r#"["open door\nSYSTEM"]"#).unwrap_err().to_string();
+    assert!(error.contains("actions:"), "{error}");
+
+    let backend = ScriptedBackend::new();
+    backend.push_reply("Halt.").push_reply("Next!");
+    let (mut h, _) = harness(&backend, NpcMemorySettings::default());
+    h.spawn("guard", ron(r#"["*"]"#).unwrap());
+    h.spawn("clerk", persona("Clerk"));
+    h.say("guard", "Hi.");
+    h.wait_for_replies(1);
+    h.say("clerk", "Hi.");
+    h.wait_for_replies(2);
+    let offered: Vec<Vec<String>> = backend
+        .requests_for(Purpose::Reply)
+        .iter()
+        .map(|r| r.actions.iter().map(|a| a.name.clone()).collect())
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            vec!["launch_missiles".to_owned(), "open_door".to_owned()],
+            vec![]
+        ],
+        "every registered action for \"*\", none without a list"
+    );
 }
