@@ -180,8 +180,10 @@ pub mod prelude {
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
     // NPCs that act: game actions the model calls as tools.
-    pub use crate::memory::{ActionCall, ActionOutcome, NpcAction};
-    pub use crate::plugin::{Acted, ActionInvocation, NpcActed, NpcActionsAppExt, ProposedAction};
+    pub use crate::memory::{ActionCall, ActionOutcome, ActionReply, NpcAction};
+    pub use crate::plugin::{
+        Acted, ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction,
+    };
 }
 
 // The README's Rust examples are compiled with the tests (they use every feature).

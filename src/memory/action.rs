@@ -175,6 +175,24 @@ impl fmt::Display for ActionOutcome {
     }
 }
 
+/// A handler's answer: the outcome now, or later, when the action takes time (a
+/// door that takes seconds to open). A later answer comes with the plugin's
+/// `AnswerNpcAction` message; one that does not come in time is
+/// [`ActionOutcome::Failed`] with "timed out".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ActionReply {
+    /// The outcome, now.
+    Now(ActionOutcome),
+    /// The game will answer later.
+    Later,
+}
+
+impl From<ActionOutcome> for ActionReply {
+    fn from(outcome: ActionOutcome) -> Self {
+        ActionReply::Now(outcome)
+    }
+}
+
 /// Which half of an action a log entry records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -51,8 +51,8 @@ mod tests;
 mod validation_tests;
 
 pub use action::{
-    ActionCall, ActionNote, ActionOutcome, ActionSpec, ActionStep, MAX_ACTION_NAME_CHARS,
-    MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS, NpcAction, is_action_name,
+    ActionCall, ActionNote, ActionOutcome, ActionReply, ActionSpec, ActionStep,
+    MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS, NpcAction, is_action_name,
 };
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use calendar::Calendar;

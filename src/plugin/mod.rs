@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
-pub use actions::{ActionInvocation, NpcActed, NpcActionsAppExt, ProposedAction};
+pub use actions::{ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction};
 pub use clock::{ClockSource, NpcMemoryClock};
 pub use entity_events::{Acted, Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};

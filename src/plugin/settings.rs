@@ -44,6 +44,10 @@ pub struct NpcMemorySettings {
     /// actions and the follow-up request that tells the model what came of them.
     /// Past it, requests offer no actions, so the NPC has to answer in words.
     pub max_action_rounds: u32,
+    /// How long the game may take to answer an action whose handler answers
+    /// later ([`ActionReply::Later`](crate::memory::ActionReply::Later)); past it
+    /// the action failed, "timed out", and the NPC goes on.
+    pub action_timeout: Duration,
 }
 
 impl Default for NpcMemorySettings {
@@ -59,6 +63,7 @@ impl Default for NpcMemorySettings {
             lore: LoreLimits::default(),
             schedule: ScheduleSettings::default(),
             max_action_rounds: 2,
+            action_timeout: Duration::from_secs(10),
         }
     }
 }

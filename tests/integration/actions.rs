@@ -32,6 +32,30 @@ impl NpcAction for LaunchMissiles {
     const DESCRIPTION: &'static str = "Launch the missiles.";
 }
 
+/// Calls the lift, which takes a while to come.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct CallElevator {
+    /// Which floor.
+    floor: u32,
+}
+
+impl NpcAction for CallElevator {
+    const NAME: &'static str = "call_elevator";
+    const DESCRIPTION: &'static str = "Call the elevator to a floor.";
+}
+
+/// Lift calls the game has yet to answer: (call id, floor).
+#[derive(Resource, Default)]
+struct Elevator(Vec<(String, u32)>);
+
+fn call_elevator(
+    call: In<ActionInvocation<CallElevator>>,
+    mut elevator: ResMut<Elevator>,
+) -> ActionReply {
+    elevator.0.push((call.call_id.clone(), call.args.floor));
+    ActionReply::Later
+}
+
 /// Every handler run, as the game saw it.
 #[derive(Resource, Default)]
 struct Handled(Vec<(String, NpcId, Option<Entity>, Option<TurnId>)>);
@@ -76,11 +100,14 @@ fn harness(backend: &ScriptedBackend, settings: NpcMemorySettings) -> (Harness, 
     add_inbox::<NpcActed>(&mut h.app);
     h.app
         .init_resource::<Handled>()
-        .register_npc_action::<OpenDoor, _>(open_door)
-        .register_npc_action::<LaunchMissiles, _>(launch_missiles)
+        .register_npc_action(open_door)
+        .register_npc_action(launch_missiles)
+        .register_npc_action(call_elevator)
         .set_npc_action_veto(no_vault)
-        .init_resource::<SeenOnEntity>();
-    let entity = h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+        .init_resource::<SeenOnEntity>()
+        .init_resource::<Elevator>();
+    let persona = persona("ECHO-7").with_actions(["open_door", "call_elevator"]);
+    let entity = h.spawn("echo7", persona);
     h.app.world_mut().entity_mut(entity).observe(
         |acted: On<Acted>, mut seen: ResMut<SeenOnEntity>| seen.0.push(acted.name.clone()),
     );
@@ -147,10 +174,10 @@ fn an_action_runs_its_handler_and_the_npc_says_what_came_of_it() {
     let requests = backend.requests_for(Purpose::Reply);
     assert_eq!(requests.len(), 2);
     let offered = &requests[0].actions;
-    assert_eq!(offered.len(), 1, "only the persona's actions: {offered:?}");
-    assert_eq!(offered[0].name, "open_door");
+    let names: Vec<&str> = offered.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["call_elevator", "open_door"], "the persona's only");
     assert_eq!(
-        offered[0].parameters["properties"]["door"]["type"],
+        offered[1].parameters["properties"]["door"]["type"],
         "string"
     );
     let follow_up = requests[1].messages.last().expect("messages");
@@ -186,7 +213,7 @@ fn a_turn_offers_no_actions_once_its_rounds_are_used() {
     h.say("echo7", "Open the north door.");
     h.wait_for_replies(1);
     let requests = backend.requests_for(Purpose::Reply);
-    assert_eq!(requests[0].actions.len(), 1);
+    assert_eq!(requests[0].actions.len(), 2);
     assert!(
         requests[1].actions.is_empty(),
         "past its rounds the model must answer in words"
@@ -335,9 +362,79 @@ fn a_persona_lists_its_actions_and_a_star_allows_every_registered_one() {
     assert_eq!(
         offered,
         [
-            vec!["launch_missiles".to_owned(), "open_door".to_owned()],
+            vec!["call_elevator", "launch_missiles", "open_door"],
             vec![]
         ],
         "every registered action for \"*\", none without a list"
     );
+}
+
+fn elevator_calls(h: &Harness) -> Vec<(String, u32)> {
+    h.app.world().resource::<Elevator>().0.clone()
+}
+
+#[test]
+fn a_game_can_answer_an_action_later_and_the_npc_waits_for_it() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_calls("", vec![call("lift-1", "call_elevator", r#"{"floor": 3}"#)])
+        .push_reply("The lift is here.")
+        .push_reply("Yes?");
+    let (mut h, entity) = harness(&backend, NpcMemorySettings::default());
+    h.say("echo7", "Get me the lift.");
+    h.run_until("the game is asked", |world| {
+        !world.resource::<Elevator>().0.is_empty()
+    });
+    // While the lift comes the NPC thinks, a new line waits, and nothing is sent.
+    h.say("echo7", "Hello?");
+    for _ in 0..5 {
+        h.app.update();
+    }
+    assert_eq!(backend.requests_for(Purpose::Reply).len(), 1);
+    assert!(!h.app.world().resource::<NpcRequests>().is_idle());
+    let state = h.app.world().get::<NpcState>(entity).unwrap();
+    assert!(matches!(state, NpcState::Thinking { .. }), "{state:?}");
+    assert_eq!(elevator_calls(&h), [("lift-1".to_owned(), 3)]);
+
+    h.app.world_mut().write_message(AnswerNpcAction::new(
+        "echo7",
+        "lift-1",
+        ActionOutcome::Done("The lift arrives at floor 3.".into()),
+    ));
+    h.wait_for_replies(2);
+    assert_eq!(h.replies("echo7"), ["The lift is here.", "Yes?"]);
+    let log = h.log("echo7");
+    assert_eq!(log[2].1, "The lift arrives at floor 3.");
+    assert_eq!(log[4], (Role::User, "Hello?".to_owned()));
+}
+
+#[test]
+fn an_action_the_game_never_answers_fails_as_timed_out() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_calls("", vec![call("lift-1", "call_elevator", r#"{"floor": 1}"#)])
+        .push_reply("The lift seems stuck.");
+    let settings = NpcMemorySettings {
+        action_timeout: std::time::Duration::from_millis(50),
+        ..Default::default()
+    };
+    let (mut h, _) = harness(&backend, settings);
+    h.say("echo7", "Get me the lift.");
+    h.wait_for_replies(1);
+    let acted = h.inbox::<NpcActed>();
+    assert_eq!(acted[0].outcome, ActionOutcome::Failed("timed out".into()));
+    let follow_up = &backend.requests_for(Purpose::Reply)[1];
+    let last = follow_up.messages.last().unwrap();
+    assert!(
+        last.content.contains("failed") && last.content.contains("timed out"),
+        "{last:?}"
+    );
+    // A late answer changes nothing.
+    h.app.world_mut().write_message(AnswerNpcAction::new(
+        "echo7",
+        "lift-1",
+        ActionOutcome::Done("It came after all.".into()),
+    ));
+    h.settle();
+    assert_eq!(h.inbox::<NpcActed>().len(), 1);
 }

@@ -92,8 +92,35 @@ pub struct NpcActed {
     pub index: LogIndex,
 }
 
+/// The game's later answer to an action whose handler returned
+/// [`ActionReply::Later`](crate::memory::ActionReply::Later). An answer for a
+/// call that is not waiting (it timed out, or the NPC's memory was cleared) is
+/// ignored.
+#[derive(Message, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AnswerNpcAction {
+    /// The NPC that acted.
+    pub npc: NpcId,
+    /// The call answered: [`ActionInvocation::call_id`].
+    pub call_id: String,
+    /// What came of it.
+    pub outcome: ActionOutcome,
+}
+
+impl AnswerNpcAction {
+    /// The answer to call `call_id` of `npc`.
+    pub fn new(npc: impl Into<NpcId>, call_id: impl Into<String>, outcome: ActionOutcome) -> Self {
+        Self {
+            npc: npc.into(),
+            call_id: call_id.into(),
+            outcome,
+        }
+    }
+}
+
 pub(crate) fn plugin(app: &mut App) {
     app.add_message::<NpcActed>()
+        .add_message::<AnswerNpcAction>()
         .init_resource::<ActionRegistry>()
         .init_resource::<ActionTurns>();
 }

@@ -8,7 +8,9 @@ use bevy::ecs::system::SystemId;
 use bevy::prelude::*;
 
 use super::{ActionInvocation, ProposedAction};
-use crate::memory::{ActionCall, ActionOutcome, ActionRecord, ActionSpec, NpcAction, NpcId};
+use crate::memory::{
+    ActionCall, ActionOutcome, ActionRecord, ActionReply, ActionSpec, NpcAction, NpcId,
+};
 use crate::plugin::turn::TurnId;
 
 /// A checked call, before it is typed for its handler.
@@ -19,7 +21,7 @@ pub(crate) struct Invocation {
     pub(crate) call: ActionCall,
 }
 
-type RunFn = dyn Fn(&mut World, Invocation) -> ActionOutcome + Send + Sync;
+type RunFn = dyn Fn(&mut World, Invocation) -> ActionReply + Send + Sync;
 
 /// One registered action: what the model is offered, how its arguments are
 /// checked, and how its handler runs. The check and the handler both parse with
@@ -58,6 +60,18 @@ pub(crate) struct ProposedRound {
     pub(crate) calls: Vec<ActionCall>,
 }
 
+/// A round some of whose calls the game answers later.
+pub(crate) struct WaitingRound {
+    pub(crate) npc: NpcId,
+    pub(crate) turn: TurnId,
+    pub(crate) said: String,
+    pub(crate) calls: Vec<ActionCall>,
+    /// One per call, in order; `None` until the game answers.
+    pub(crate) outcomes: Vec<Option<ActionOutcome>>,
+    /// When unanswered calls fail as timed out.
+    pub(crate) deadline: bevy::platform::time::Instant,
+}
+
 /// A round the game has answered, waiting to enter memory.
 pub(crate) struct AnsweredRound {
     pub(crate) npc: NpcId,
@@ -66,13 +80,15 @@ pub(crate) struct AnsweredRound {
     pub(crate) records: Vec<ActionRecord>,
 }
 
-/// Which actions each NPC may call, and the turn's rounds in progress. Rounds
-/// are proposed and answered within one frame, so nothing here is saved.
+/// Which actions each NPC may call, and the turn's rounds in progress. Nothing
+/// here is saved: a round still waiting for the game when it saves is lost with
+/// the reply it would have led to, as a reply in flight is.
 #[derive(Resource, Default)]
 pub(crate) struct ActionTurns {
     allowed: HashMap<NpcId, Vec<String>>,
     rounds: HashMap<NpcId, (TurnId, u32)>,
     pub(crate) proposed: Vec<ProposedRound>,
+    pub(crate) waiting: Vec<WaitingRound>,
     pub(crate) answered: Vec<AnsweredRound>,
 }
 
@@ -151,13 +167,25 @@ impl ActionTurns {
     pub(crate) fn end_turn(&mut self, npc: &NpcId) {
         self.rounds.remove(npc);
     }
+
+    /// The NPC's memory was cleared or replaced: its rounds in progress are
+    /// dropped, and answers still to come for them are ignored.
+    pub(crate) fn forget(&mut self, npc: &NpcId) {
+        self.rounds.remove(npc);
+        self.proposed.retain(|r| r.npc != *npc);
+        self.waiting.retain(|r| r.npc != *npc);
+        self.answered.retain(|r| r.npc != *npc);
+    }
 }
 
 /// Registers game actions NPCs can take, on the [`App`].
 pub trait NpcActionsAppExt {
     /// Registers action `A`, handled by `handler`: an ordinary Bevy system that
     /// takes `In<ActionInvocation<A>>` and returns the [`ActionOutcome`] the model
-    /// is told. It runs only for calls that name an action the NPC's persona
+    /// is told, or [`ActionReply::Later`] to answer with
+    /// [`AnswerNpcAction`](super::AnswerNpcAction) within
+    /// `NpcMemorySettings::action_timeout` (past it the action failed as timed
+    /// out). It runs only for calls that name an action the NPC's persona
     /// allows (`actions: ["open_door"]`, or `["*"]` for every registered action)
     /// with arguments that fit `A`, and that the game's veto (if any) lets
     /// through; every other call is refused with the reason, which the model reads
@@ -193,6 +221,8 @@ pub trait NpcActionsAppExt {
     ///     open: Vec<String>,
     /// }
     ///
+    /// // A handler that takes time returns `ActionReply::Later` and answers with
+    /// // `AnswerNpcAction`.
     /// fn open_door(call: In<ActionInvocation<OpenDoor>>, mut doors: ResMut<Doors>) -> ActionOutcome {
     ///     match call.args.door.as_str() {
     ///         "north" | "south" => {
@@ -206,11 +236,11 @@ pub trait NpcActionsAppExt {
     /// App::new()
     ///     .add_plugins((MinimalPlugins, AssetPlugin::default(), NpcMemoryPlugin::default()))
     ///     .init_resource::<Doors>()
-    ///     .register_npc_action::<OpenDoor, _>(open_door);
+    ///     .register_npc_action(open_door);
     /// ```
-    fn register_npc_action<A: NpcAction, M>(
+    fn register_npc_action<A: NpcAction, R: Into<ActionReply> + 'static, M>(
         &mut self,
-        handler: impl IntoSystem<In<ActionInvocation<A>>, ActionOutcome, M> + 'static,
+        handler: impl IntoSystem<In<ActionInvocation<A>>, R, M> + 'static,
     ) -> &mut Self;
 
     /// Sets the game's veto: a system that sees every call about to reach its
@@ -223,9 +253,9 @@ pub trait NpcActionsAppExt {
 }
 
 impl NpcActionsAppExt for App {
-    fn register_npc_action<A: NpcAction, M>(
+    fn register_npc_action<A: NpcAction, R: Into<ActionReply> + 'static, M>(
         &mut self,
-        handler: impl IntoSystem<In<ActionInvocation<A>>, ActionOutcome, M> + 'static,
+        handler: impl IntoSystem<In<ActionInvocation<A>>, R, M> + 'static,
     ) -> &mut Self {
         assert!(
             crate::memory::is_action_name(A::NAME),
@@ -238,7 +268,7 @@ impl NpcActionsAppExt for App {
         let run = move |world: &mut World, invocation: Invocation| {
             let args = match A::parse(&invocation.call.arguments) {
                 Ok(args) => args,
-                Err(reason) => return ActionOutcome::Refused(reason),
+                Err(reason) => return ActionOutcome::Refused(reason).into(),
             };
             let input = ActionInvocation {
                 npc: invocation.npc,
@@ -247,10 +277,13 @@ impl NpcActionsAppExt for App {
                 call_id: invocation.call.id,
                 args,
             };
-            world.run_system_with(id, input).unwrap_or_else(|error| {
-                tracing::error!("the handler of action {} could not run: {error}", A::NAME);
-                ActionOutcome::Failed("the game could not carry it out".into())
-            })
+            match world.run_system_with(id, input) {
+                Ok(reply) => reply.into(),
+                Err(error) => {
+                    tracing::error!("the handler of action {} could not run: {error}", A::NAME);
+                    ActionOutcome::Failed("the game could not carry it out".into()).into()
+                }
+            }
         };
         let action = RegisteredAction {
             spec: A::spec(),

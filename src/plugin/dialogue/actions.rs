@@ -25,6 +25,7 @@ impl Dialogue<'_, '_> {
         let max_rounds = self.settings.max_action_rounds;
         if self.actions.may_act(&self.registry, npc, turn, max_rounds) {
             let said = self.cut_runaway(npc, std::mem::take(&mut response.content));
+            self.requests.acting(npc, turn);
             self.actions.proposed.push(ProposedRound {
                 npc: npc.clone(),
                 turn,
@@ -54,6 +55,7 @@ impl Dialogue<'_, '_> {
                 said,
                 records,
             } = round;
+            self.requests.done_acting(&npc);
             let now = self.clock.now();
             let Some(mut layers) = self.layers.get_mut(&npc) else {
                 continue;

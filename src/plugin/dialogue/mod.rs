@@ -231,6 +231,7 @@ impl<'w> Dialogue<'w, '_> {
 
     fn cancel(&mut self, npc: &NpcId) {
         self.scheduler.forget(npc);
+        self.actions.forget(npc);
         let cancelled = self.requests.cancel(npc);
         if !cancelled.waiting.is_empty() {
             self.layers.mark_changed(npc);
