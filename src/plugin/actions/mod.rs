@@ -95,7 +95,9 @@ pub struct NpcActed {
 /// The game's later answer to an action whose handler returned
 /// [`ActionReply::Later`](crate::memory::ActionReply::Later). An answer for a
 /// call that is not waiting (it timed out, or the NPC's memory was cleared) is
-/// ignored.
+/// ignored. Meanwhile the NPC is thinking and its next lines wait; an
+/// [`InterruptNpc`](crate::prelude::InterruptNpc) does not stop a turn waiting for
+/// the game, only the reply that follows it.
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AnswerNpcAction {

@@ -43,10 +43,6 @@ impl ActionRegistry {
     pub(crate) fn get(&self, name: &str) -> Option<&RegisteredAction> {
         self.actions.get(name)
     }
-
-    fn is_empty(&self) -> bool {
-        self.actions.is_empty()
-    }
 }
 
 /// The word in a persona's `actions` that allows every registered action.
@@ -129,7 +125,8 @@ impl ActionTurns {
     }
 
     /// Whether calls in an answer for `turn` are taken: the request offered
-    /// actions. Calls a model makes unasked are ignored.
+    /// actions (the persona lists a registered one, and the turn has rounds
+    /// left). Calls a model makes unasked are ignored.
     pub(crate) fn may_act(
         &self,
         registry: &ActionRegistry,
@@ -137,7 +134,9 @@ impl ActionTurns {
         turn: TurnId,
         max_rounds: u32,
     ) -> bool {
-        !registry.is_empty() && self.allowed.contains_key(npc) && self.round(npc, turn) < max_rounds
+        self.round(npc, turn) < max_rounds
+            && self.allowed.contains_key(npc)
+            && registry.actions.keys().any(|name| self.allows(npc, name))
     }
 
     fn round(&self, npc: &NpcId, turn: TurnId) -> u32 {

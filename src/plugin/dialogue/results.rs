@@ -192,10 +192,7 @@ impl Dialogue<'_, '_> {
 fn checked_reply(mut response: ChatResponse, backend: &str) -> Result<ChatResponse, BackendError> {
     let trimmed = response.content.trim();
     if trimmed.is_empty() && response.action_calls.is_empty() {
-        return Err(BackendError::Malformed {
-            backend: backend.to_owned(),
-            reason: "the reply was empty".into(),
-        });
+        return Err(empty_reply(backend));
     }
     if trimmed.len() != response.content.len() {
         response.content = trimmed.to_owned();
@@ -203,8 +200,8 @@ fn checked_reply(mut response: ChatResponse, backend: &str) -> Result<ChatRespon
     Ok(response)
 }
 
-/// The error for an answer that calls actions it was not offered and says
-/// nothing besides.
+/// The error for an answer that says nothing (and calls no action it was
+/// offered).
 pub(super) fn empty_reply(backend: &str) -> BackendError {
     BackendError::Malformed {
         backend: backend.to_owned(),
