@@ -144,6 +144,7 @@ fn long_request() -> ChatRequest {
             summary: "".into(),
         }),
         messages,
+        actions: Vec::new(),
     }
 }
 

@@ -87,6 +87,16 @@
 //! [`ContextMemory::last_prompt`](crate::memory::ContextMemory::last_prompt) tells how the last prompt was built: its sections,
 //! and which old messages were recalled and why.
 //!
+//! **6. Let NPCs act.** Register game actions with
+//! [`register_npc_action`](crate::prelude::NpcActionsAppExt::register_npc_action)
+//! and list them in a persona (`actions: ["open_door"]`): a model may then call
+//! them as tools, the game's handler system answers, the NPC says what came of it,
+//! and [`NpcActed`](crate::prelude::NpcActed) tells the game. Calls and results
+//! are log entries like any other, quoted in prompts and kept in saves. The
+//! actions reach backends in [`ChatRequest::actions`](crate::backends::ChatRequest::actions);
+//! one that cannot call tools (the offline backend, and for now the HTTP and local
+//! ones) answers in words as before.
+//!
 //! # Guarantees
 //!
 //! - No message leaves the prompt before a successful summary covers it. While
@@ -179,6 +189,11 @@ pub mod prelude {
     };
     #[cfg(feature = "local-llm")]
     pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
+    // NPCs that act: game actions the model calls as tools.
+    pub use crate::memory::{ActionCall, ActionOutcome, ActionReply, NpcAction};
+    pub use crate::plugin::{
+        Acted, ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction,
+    };
 }
 
 // The README's Rust examples are compiled with the tests (they use every feature).

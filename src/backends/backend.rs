@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::memory::ReplyInput;
-use crate::memory::{NpcId, PromptMessage, SummaryInput};
+use crate::memory::{ActionCall, ActionSpec, NpcId, PromptMessage, SummaryInput};
 
 /// The future a backend returns. It runs on the plugin's async runtime, never on
 /// the frame.
@@ -89,6 +89,11 @@ pub struct ChatRequest {
     pub kind: RequestKind,
     /// Exactly the messages to send.
     pub messages: Vec<PromptMessage>,
+    /// The game actions the NPC may call in this answer, as tools. Empty for
+    /// summaries, for NPCs without actions, and once a turn has used its rounds
+    /// of actions; a backend that cannot call tools ignores them and answers with
+    /// text.
+    pub actions: Vec<ActionSpec>,
 }
 
 impl ChatRequest {
@@ -121,6 +126,10 @@ pub struct ChatResponse {
     pub usage: Option<TokenUsage>,
     /// Why generation stopped, when the backend says (`"stop"`, `"length"`, ...).
     pub finish_reason: Option<String>,
+    /// Actions the model called, in order, only from the
+    /// [`ChatRequest::actions`] it was offered. The text may then be empty, or
+    /// words the NPC says while acting.
+    pub action_calls: Vec<ActionCall>,
 }
 
 impl ChatResponse {
@@ -128,6 +137,18 @@ impl ChatResponse {
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl ChatResponse {
+    /// A response that calls actions, with the words said along with them
+    /// (often none).
+    pub fn calls(content: impl Into<String>, calls: Vec<ActionCall>) -> Self {
+        Self {
+            content: content.into(),
+            action_calls: calls,
             ..Self::default()
         }
     }

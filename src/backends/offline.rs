@@ -23,6 +23,8 @@ const STATEMENT_CHARS: usize = 160;
 ///   than the default player is written `[Name]: text`. Compactions merge the segments'
 ///   digests the same way. When fact updates are asked for, it answers with the
 ///   JSON object and the few facts simple patterns find ("my name is …").
+/// - It never calls actions: with no model there is nobody to choose one, so
+///   [`ChatRequest::actions`] is ignored and every reply is text.
 #[derive(Clone, Debug)]
 pub struct OfflineBackend {
     max_summary_chars: usize,
@@ -258,6 +260,7 @@ mod tests {
                 summary: "Player: I'm Alex.".into(),
             }),
             messages: vec![PromptMessage::new(Role::User, "What is my name?")],
+            actions: Vec::new(),
         };
         let RequestKind::Reply(input) = &request.kind else {
             unreachable!()

@@ -4,6 +4,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::memory::ActionCall;
+
 use super::backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     stream_words,
@@ -25,6 +27,15 @@ pub enum ScriptStep {
         error: BackendError,
         /// How long to wait first.
         delay: Duration,
+    },
+    /// Call game actions, with the words said along with them (often none).
+    /// Played to a request that offers no actions, the calls go back all the
+    /// same, as a model that ignores its tools would send them.
+    Calls {
+        /// The words said with the calls.
+        text: String,
+        /// The calls, in order.
+        calls: Vec<ActionCall>,
     },
     /// Never answer, like a server that hangs.
     Hang,
@@ -88,6 +99,28 @@ impl ScriptedBackend {
             ScriptStep::Reply {
                 text: text.into(),
                 delay,
+            },
+        )
+    }
+
+    /// Queues an immediate reply that calls actions, with `text` said along
+    /// with them (often empty).
+    ///
+    /// ```
+    /// use bevy_npc_memory::memory::ActionCall;
+    /// use bevy_npc_memory::prelude::*;
+    ///
+    /// let backend = ScriptedBackend::new();
+    /// backend
+    ///     .push_calls("", vec![ActionCall::new("c1", "open_door", r#"{"door":"north"}"#)])
+    ///     .push_reply("The north door is open.");
+    /// ```
+    pub fn push_calls(&self, text: impl Into<String>, calls: Vec<ActionCall>) -> &Self {
+        self.push(
+            Purpose::Reply,
+            ScriptStep::Calls {
+                text: text.into(),
+                calls,
             },
         )
     }
@@ -173,6 +206,10 @@ impl ChatBackend for ScriptedBackend {
                 Some(ScriptStep::Fail { error, delay }) => {
                     wait(delay).await;
                     Err(error)
+                }
+                Some(ScriptStep::Calls { text, calls }) => {
+                    stream_words(&text, &progress);
+                    Ok(ChatResponse::calls(text, calls))
                 }
                 Some(ScriptStep::Hang) => std::future::pending().await,
                 None => Err(BackendError::Other(format!(

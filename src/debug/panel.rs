@@ -386,6 +386,7 @@ pub(super) fn message(ui: &mut egui::Ui, row: &MessageRow) {
     let who = match (&row.origin, row.role) {
         (Origin::Witnessed { .. }, _) => "saw",
         (Origin::Heard(_), _) => "heard",
+        (Origin::Acted(_), _) => "acted",
         (Origin::SaidPrivately, Role::User) => "player · private",
         (Origin::SaidPrivately, _) => "npc · private",
         (_, Role::System) => "system",

@@ -98,6 +98,8 @@ impl SharingPolicy {
             Origin::SaidPrivately => false,
             Origin::Witnessed { .. } => self.seen,
             Origin::Heard(_) => self.heard,
+            // What an NPC did is told by the game, as a witnessed event, if at all.
+            Origin::Acted(_) => false,
         }
     }
 }

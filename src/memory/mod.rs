@@ -12,6 +12,7 @@
 //!
 //! [`LayersMut`] is the only way to change them, so they never disagree.
 
+mod action;
 mod assembly;
 mod calendar;
 mod clock;
@@ -27,6 +28,7 @@ mod origin;
 mod parts;
 mod persona;
 mod quote;
+pub(crate) use quote::quote;
 mod segments;
 mod speaker;
 mod summary;
@@ -35,6 +37,8 @@ mod tokens;
 mod validation;
 mod window;
 
+#[cfg(test)]
+mod action_tests;
 #[cfg(test)]
 mod knowledge_tests;
 #[cfg(test)]
@@ -46,6 +50,10 @@ mod tests;
 #[cfg(test)]
 mod validation_tests;
 
+pub use action::{
+    ActionCall, ActionNote, ActionOutcome, ActionReply, ActionSpec, ActionStep,
+    MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS, NpcAction, is_action_name,
+};
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use calendar::Calendar;
 pub use clock::{DateFormat, Now};
@@ -70,8 +78,8 @@ pub use lore::{
 };
 pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
 pub use npc::{
-    LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded, Replied, ReplyInput,
-    Told, ToldFact, Turn, preview_prompt,
+    Acted, ActionRecord, LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded,
+    Replied, ReplyInput, Told, ToldFact, Turn, preview_prompt,
 };
 pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 pub use parts::{InvalidField, MemoryParts};

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::action::{ActionNote, ActionStep};
 use super::clock::DateFormat;
 use super::message::{ChatMessage, NpcId, Role};
 use super::quote::quote;
@@ -31,6 +32,9 @@ pub enum Origin {
     },
     /// Something another NPC told this one.
     Heard(Arc<Hearsay>),
+    /// An action the NPC called, or what came of it: data about the world, never
+    /// an instruction, so its arguments (written by a model) stay quoted.
+    Acted(Arc<ActionNote>),
 }
 
 impl Origin {
@@ -155,6 +159,10 @@ impl Origin {
                 hearsay.check()?;
                 Role::System
             }
+            Origin::Acted(note) => {
+                note.check()?;
+                Role::System
+            }
         };
         if role != expected {
             return Err(format!("does not go with the {} role", role.as_str()));
@@ -256,7 +264,23 @@ impl ChatMessage {
                 format!("You saw this happen ({when}): {}", quote(&self.content))
             }
             Origin::Heard(hearsay) => hearsay_note(hearsay, &when, &self.content),
+            Origin::Acted(note) => action_note(note, &when, &self.content),
         }
+    }
+}
+
+/// "You used the action open_door (day 1 08:00) with the arguments "{…}"", or
+/// what came of it. The name is a model's too, so it is quoted unless plain.
+fn action_note(note: &ActionNote, when: &str, text: &str) -> String {
+    let name = quote_name(&note.name);
+    let text = quote(text);
+    match note.step {
+        ActionStep::Called => {
+            format!("You used the action {name} ({when}) with the arguments {text}")
+        }
+        ActionStep::Done => format!("The action {name} was done ({when}): {text}"),
+        ActionStep::Refused => format!("The action {name} was refused ({when}): {text}"),
+        ActionStep::Failed => format!("The action {name} failed ({when}): {text}"),
     }
 }
 

@@ -12,6 +12,7 @@ use std::ops::Deref;
 
 use bevy::prelude::*;
 
+use super::actions::NpcActed;
 use super::messages::{
     InterruptNpc, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcReplyStarted, TalkToNpc,
 };
@@ -94,6 +95,13 @@ npc_entity_event!(
     /// ```
     Replied,
     NpcReplied
+);
+
+npc_entity_event!(
+    /// An NPC entity called an action and it came to an outcome: [`NpcActed`] as
+    /// an entity event.
+    Acted,
+    NpcActed
 );
 
 npc_entity_event!(

@@ -1,5 +1,6 @@
 //! The Bevy adapter: the plugin, its resources, messages and systems.
 
+mod actions;
 mod bridge;
 mod clock;
 mod dialogue;
@@ -29,8 +30,9 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
+pub use actions::{ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction};
 pub use clock::{ClockSource, NpcMemoryClock};
-pub use entity_events::{Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
+pub use entity_events::{Acted, Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};
 pub use layers::{ChatLogs, ContextMemoryManager, FactKnower, Knower, RollingWindows};
 #[cfg(feature = "local-llm")]
@@ -73,7 +75,9 @@ pub enum NpcMemorySystems {
     /// Player lines, clears, reconfigurations and summary requests are taken;
     /// requests start.
     Intake,
-    /// Finished requests come back: replies and summaries enter memory.
+    /// Finished requests come back: replies and summaries enter memory; actions
+    /// the replies call run (their handlers are exclusive systems of this set),
+    /// enter memory, and their follow-ups start.
     Collect,
     /// Saves, loads and autosave: snapshots go to the IO task pool, results come
     /// back. Last, [`NpcMemorySnapshot`] is brought up to date.
@@ -312,7 +316,15 @@ impl Plugin for NpcMemoryPlugin {
                     )
                         .chain()
                         .in_set(NpcMemorySystems::Intake),
-                    (systems::collect_results, systems::dispatch_requests)
+                    (
+                        systems::collect_results,
+                        // Handlers are the game's systems: the calls of replies
+                        // collected above are answered in the same frame, so the
+                        // follow-up goes out with this frame's requests.
+                        actions::run_actions,
+                        systems::record_actions,
+                        systems::dispatch_requests,
+                    )
                         .chain()
                         .in_set(NpcMemorySystems::Collect),
                     (
@@ -334,6 +346,7 @@ impl Plugin for NpcMemoryPlugin {
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
+        actions::plugin(app);
         knowledge::plugin(app);
         lore::plugin(app, self.lore_files.clone());
         usage::plugin(app);

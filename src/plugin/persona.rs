@@ -31,6 +31,7 @@ use crate::memory::{
 ///     tiers: (                       // optional: memory per tier, each optional
 ///         background: (summary_threshold: 16, features: (pinned_facts: false)),
 ///     ),
+///     actions: ["open_door"],        // optional: game actions it may call, "*" for all
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,7 +76,16 @@ pub struct Persona {
     /// threshold and no pinned facts in the background (see [`TierMemory`]).
     #[serde(default, skip_serializing_if = "TierMemory::is_empty")]
     pub tiers: TierMemory,
+    /// The game actions this NPC may call (registered with
+    /// [`register_npc_action`](crate::prelude::NpcActionsAppExt::register_npc_action)),
+    /// by name: `actions: ["open_door"]`, or `["*"]` for every registered action.
+    /// None by default: an NPC acts only where its persona says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
 }
+
+/// Most actions one persona may list.
+const MAX_PERSONA_ACTIONS: usize = 256;
 
 /// Most groups one persona may name.
 const MAX_PERSONA_GROUPS: usize = 64;
@@ -162,7 +172,14 @@ impl Persona {
             groups: Vec::new(),
             tier: None,
             tiers: TierMemory::default(),
+            actions: Vec::new(),
         }
+    }
+
+    /// Lets this NPC call these actions (`"*"` for every registered one).
+    pub fn with_actions<A: Into<String>>(mut self, actions: impl IntoIterator<Item = A>) -> Self {
+        self.actions = actions.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Sets this NPC's memory settings while it is in `tier`.
@@ -230,6 +247,18 @@ impl Persona {
             return Err(PersonaError::Parse(format!(
                 "groups: at most {MAX_PERSONA_GROUPS}, each at most {} characters",
                 crate::memory::MAX_LORE_KEY_CHARS
+            )));
+        }
+        let bad_action = persona
+            .actions
+            .iter()
+            .find(|a| *a != "*" && !crate::memory::is_action_name(a));
+        if persona.actions.len() > MAX_PERSONA_ACTIONS || bad_action.is_some() {
+            return Err(PersonaError::Parse(format!(
+                "actions: at most {MAX_PERSONA_ACTIONS} names of letters, digits, '_' or '-', or \"*\"{}",
+                bad_action
+                    .map(|a| format!("; not {a:?}"))
+                    .unwrap_or_default()
             )));
         }
         Ok(persona)

@@ -40,6 +40,14 @@ pub struct NpcMemorySettings {
     /// When requests go: a per-minute budget, the pause after rate limits, and
     /// how long background NPCs' summaries wait. Unlimited by default.
     pub schedule: ScheduleSettings,
+    /// Rounds of actions one turn may take: each round is a reply that calls
+    /// actions and the follow-up request that tells the model what came of them.
+    /// Past it, requests offer no actions, so the NPC has to answer in words.
+    pub max_action_rounds: u32,
+    /// How long the game may take to answer an action whose handler answers
+    /// later ([`ActionReply::Later`](crate::memory::ActionReply::Later)); past it
+    /// the action failed, "timed out", and the NPC goes on.
+    pub action_timeout: Duration,
 }
 
 impl Default for NpcMemorySettings {
@@ -54,6 +62,8 @@ impl Default for NpcMemorySettings {
             collect_budget: Duration::from_micros(500),
             lore: LoreLimits::default(),
             schedule: ScheduleSettings::default(),
+            max_action_rounds: 2,
+            action_timeout: Duration::from_secs(10),
         }
     }
 }

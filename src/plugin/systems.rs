@@ -110,3 +110,8 @@ pub(crate) fn collect_results(mut dialogue: Dialogue) {
 pub(crate) fn dispatch_requests(mut dialogue: Dialogue) {
     dialogue.dispatch();
 }
+
+/// Rounds of actions the game answered enter memory, and their follow-ups start.
+pub(crate) fn record_actions(mut dialogue: Dialogue) {
+    dialogue.record_actions();
+}

@@ -29,7 +29,10 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 ///   (source `{"lore": {entry, retracted}}`). Older saves have none of these and
 ///   load unchanged; the number changed so that a build that only knows 5 refuses
 ///   such a save instead of silently misreading it.
-pub const SAVE_FORMAT_VERSION: u32 = 6;
+/// - 7: adds log entries for game actions an NPC called and what came of them
+///   (origin `{"acted": {name, call, step}}`). Older saves have none and load
+///   unchanged; a build that only knows 6 refuses a save that may hold them.
+pub const SAVE_FORMAT_VERSION: u32 = 7;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod actions;
 mod autoplay;
 mod backend_switch;
 mod bunker_screenshot;

@@ -619,6 +619,7 @@ impl Generation {
                 cached_tokens: None,
             }),
             finish_reason: Some(self.finish.to_owned()),
+            action_calls: Vec::new(),
         }
     }
 }

@@ -288,6 +288,9 @@ impl Inner {
             },
             usage,
             finish_reason: choice.finish_reason,
+            // Tool calls over HTTP are not read yet: actions are offered to
+            // backends that can call them, and this one answers with text.
+            action_calls: Vec::new(),
         })
     }
 
@@ -365,6 +368,7 @@ impl Inner {
             content,
             usage,
             finish_reason,
+            action_calls: Vec::new(),
         })
     }
 

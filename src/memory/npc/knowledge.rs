@@ -115,7 +115,7 @@ impl LayersMut<'_> {
         }
         let mut asked = None;
         let (source, chain, hops, original_time) = match &message.origin {
-            Origin::SaidPrivately => return None,
+            Origin::SaidPrivately | Origin::Acted(_) => return None,
             Origin::Said => {
                 let speaker = match message.role {
                     // Whoever said it: a co-op player or an NPC by its own name,

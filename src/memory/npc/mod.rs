@@ -6,10 +6,12 @@
 //! start, and a finished summary ([`LayersMut::finish_summary`]) rewrites the L3
 //! memory the next prompt is built from.
 
+mod actions;
 mod fact_gossip;
 mod knowledge;
 mod summaries;
 
+pub use actions::{Acted, ActionRecord};
 pub use fact_gossip::ToldFact;
 pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 
@@ -231,8 +233,18 @@ impl LayersMut<'_> {
     pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Replied {
         let now = now.into();
         self.context.dates = now.format;
-        // A reply to a private line may repeat it, so it is as private as the line.
-        let origin = match self
+        let origin = self.reply_origin();
+        let recorded = self.record_from(Role::Assistant, text, now.seconds, origin);
+        Replied {
+            index: recorded.index,
+            overflow: recorded.overflow,
+            summary: self.start_summary(),
+        }
+    }
+
+    /// A reply to a private line may repeat it, so it is as private as the line.
+    fn reply_origin(&self) -> Origin {
+        match self
             .log
             .messages()
             .iter()
@@ -241,12 +253,6 @@ impl LayersMut<'_> {
         {
             Some(line) if line.origin == Origin::SaidPrivately => Origin::SaidPrivately,
             _ => Origin::Said,
-        };
-        let recorded = self.record_from(Role::Assistant, text, now.seconds, origin);
-        Replied {
-            index: recorded.index,
-            overflow: recorded.overflow,
-            summary: self.start_summary(),
         }
     }
 

@@ -44,6 +44,7 @@ impl Dialogue<'_, '_> {
                     npc: npc.clone(),
                     kind: RequestKind::Summary(job.input),
                     messages: job.messages,
+                    actions: Vec::new(),
                 }
             }
         };

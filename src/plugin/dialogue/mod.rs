@@ -1,6 +1,7 @@
 //! Game events in, memory changes and requests out: each event is one call into
 //! the memory core, whose answer says which requests to send and what to report.
 
+mod actions;
 mod dispatch;
 mod interrupt;
 mod knowledge;
@@ -14,6 +15,7 @@ use bevy::prelude::*;
 
 pub(crate) use outbox::Outbox;
 
+use super::actions::{ActionRegistry, ActionTurns};
 use super::bridge::LlmBridge;
 use super::clock::NpcMemoryClock;
 use super::layers::Layers;
@@ -50,6 +52,8 @@ pub(crate) struct Dialogue<'w, 's> {
     loads: ResMut<'w, NpcMemoryLoads>,
     scheduler: ResMut<'w, NpcMemoryScheduler>,
     tiered: ResMut<'w, TieredMemory>,
+    registry: Res<'w, ActionRegistry>,
+    actions: ResMut<'w, ActionTurns>,
     out: Outbox<'w, 's>,
 }
 
@@ -160,10 +164,13 @@ impl<'w> Dialogue<'w, '_> {
         messages: Vec<PromptMessage>,
         input: ReplyInput,
     ) {
+        let max_rounds = self.settings.max_action_rounds;
+        let actions = self.actions.offer(&self.registry, npc, turn, max_rounds);
         let request = ChatRequest {
             npc: npc.clone(),
             kind: RequestKind::Reply(input),
             messages,
+            actions,
         };
         let ticket = self.bridge.reserve();
         self.scheduler.queue_reply(npc, ticket.id, request);
@@ -224,6 +231,7 @@ impl<'w> Dialogue<'w, '_> {
 
     fn cancel(&mut self, npc: &NpcId) {
         self.scheduler.forget(npc);
+        self.actions.forget(npc);
         let cancelled = self.requests.cancel(npc);
         if !cancelled.waiting.is_empty() {
             self.layers.mark_changed(npc);
@@ -502,6 +510,7 @@ impl<'w> Dialogue<'w, '_> {
 
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
         self.lore.set_groups(npc, &persona.groups);
+        self.actions.allow(npc, &persona.actions);
         self.scheduler.set_persona_tier(npc, persona.tier);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         let tier = self.scheduler.tier(npc);

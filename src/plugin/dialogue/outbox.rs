@@ -9,7 +9,8 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use crate::memory::{Degradation, NpcId, SummaryUpdate};
-use crate::plugin::entity_events::{Replied, ReplyDelta, ReplyFailed, ReplyStarted};
+use crate::plugin::actions::NpcActed;
+use crate::plugin::entity_events::{Acted, Replied, ReplyDelta, ReplyFailed, ReplyStarted};
 use crate::plugin::messages::{
     NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcReplyStarted,
     NpcSummaryUpdated,
@@ -27,6 +28,7 @@ pub(crate) struct Outbox<'w, 's> {
     failed: MessageWriter<'w, NpcReplyFailed>,
     summaries: MessageWriter<'w, NpcSummaryUpdated>,
     degradations: MessageWriter<'w, NpcMemoryDegraded>,
+    acted: MessageWriter<'w, NpcActed>,
     entities: Res<'w, NpcEntities>,
     states: Query<'w, 's, &'static mut NpcState>,
     commands: Commands<'w, 's>,
@@ -82,6 +84,17 @@ impl Outbox<'_, '_> {
             |state| idle_after(state, Some(turn)),
         );
         self.replied.write(message);
+    }
+
+    /// An action's call and result are in memory: the game hears what the NPC
+    /// did. The NPC keeps thinking: its turn goes on.
+    pub(crate) fn acted(&mut self, message: NpcActed) {
+        self.on_entities(
+            &message.npc,
+            |commands, entity| commands.trigger(Acted::new(entity, message.clone())),
+            |_| {},
+        );
+        self.acted.write(message);
     }
 
     /// A line was refused, failed or was interrupted. Only the failure of the turn

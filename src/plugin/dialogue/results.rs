@@ -110,6 +110,12 @@ impl Dialogue<'_, '_> {
         turn: TurnId,
         result: Result<ChatResponse, BackendError>,
     ) {
+        let result = result.and_then(|response| self.take_calls(npc, turn, response));
+        let Some(result) = result.transpose() else {
+            // Its actions go to the game; the turn goes on with the follow-up.
+            return;
+        };
+        self.actions.end_turn(npc);
         match result {
             Ok(response) => {
                 let now = self.clock.now();
@@ -167,7 +173,7 @@ impl Dialogue<'_, '_> {
     }
 
     /// A reply cut to `max_reply_chars`, the same prefix its deltas stopped at.
-    fn cut_runaway(&self, npc: &NpcId, content: String) -> String {
+    pub(super) fn cut_runaway(&self, npc: &NpcId, content: String) -> String {
         let max = self.settings.max_reply_chars;
         let Some((cut, _)) = content.char_indices().nth(max) else {
             return content;
@@ -181,17 +187,24 @@ impl Dialogue<'_, '_> {
     }
 }
 
-/// An empty reply is no reply: it would teach the NPC to say nothing.
+/// An empty reply is no reply: it would teach the NPC to say nothing. One that
+/// calls actions may say nothing while it acts.
 fn checked_reply(mut response: ChatResponse, backend: &str) -> Result<ChatResponse, BackendError> {
     let trimmed = response.content.trim();
-    if trimmed.is_empty() {
-        return Err(BackendError::Malformed {
-            backend: backend.to_owned(),
-            reason: "the reply was empty".into(),
-        });
+    if trimmed.is_empty() && response.action_calls.is_empty() {
+        return Err(empty_reply(backend));
     }
     if trimmed.len() != response.content.len() {
         response.content = trimmed.to_owned();
     }
     Ok(response)
+}
+
+/// The error for an answer that says nothing (and calls no action it was
+/// offered).
+pub(super) fn empty_reply(backend: &str) -> BackendError {
+    BackendError::Malformed {
+        backend: backend.to_owned(),
+        reason: "the reply was empty".into(),
+    }
 }

@@ -26,6 +26,8 @@ pub struct NpcRequests {
     /// Requests of `in_flight` sent to a backend, not waiting in the scheduler.
     running: usize,
     queued: usize,
+    /// NPCs whose turn waits for the game to answer its actions.
+    acting: usize,
     turns: TurnCounter,
 }
 
@@ -35,6 +37,9 @@ struct NpcSlot {
     /// The summary request and the job it answers.
     summary: Option<SummaryInFlight>,
     lines: LineQueue,
+    /// The turn whose actions the game is answering: no reply is in flight, but
+    /// the NPC is not free for the next line.
+    acting: Option<TurnId>,
 }
 
 /// A summary request, queued or sent.
@@ -133,7 +138,11 @@ impl NpcRequests {
 
     /// What an entity of the NPC should show, for one spawned mid-reply.
     pub(crate) fn state(&self, npc: &NpcId) -> NpcState {
-        match self.npcs.get(npc).and_then(|slot| slot.reply.as_ref()) {
+        let slot = self.npcs.get(npc);
+        if let Some(turn) = slot.and_then(|slot| slot.acting) {
+            return NpcState::Thinking { turn };
+        }
+        match slot.and_then(|slot| slot.reply.as_ref()) {
             None => NpcState::Idle,
             Some(reply) if reply.streamed.is_empty() => NpcState::Thinking { turn: reply.turn },
             Some(reply) => NpcState::Speaking {
@@ -153,9 +162,30 @@ impl NpcRequests {
         self.queued
     }
 
-    /// Whether no request is in flight and no line waits, for any NPC.
+    /// Whether no request is in flight, no line waits and no NPC waits for the
+    /// game to answer its actions.
     pub fn is_idle(&self) -> bool {
-        self.in_flight == 0 && self.queued == 0
+        self.in_flight == 0 && self.queued == 0 && self.acting == 0
+    }
+
+    /// The NPC's turn waits for the game to answer its actions: it takes no next
+    /// line until [`done_acting`](Self::done_acting).
+    pub(crate) fn acting(&mut self, npc: &NpcId, turn: TurnId) {
+        if self.slot(npc).acting.replace(turn).is_none() {
+            self.acting += 1;
+        }
+    }
+
+    /// The game answered; the turn goes on with a reply.
+    pub(crate) fn done_acting(&mut self, npc: &NpcId) {
+        if self
+            .npcs
+            .get_mut(npc)
+            .and_then(|s| s.acting.take())
+            .is_some()
+        {
+            self.acting -= 1;
+        }
     }
 
     fn slot(&mut self, npc: &NpcId) -> &mut NpcSlot {
@@ -173,7 +203,7 @@ impl NpcRequests {
     ) -> Offer {
         let turn = self.turns.peek();
         let slot = self.npcs.entry(npc.clone()).or_default();
-        let answering = slot.reply.is_some();
+        let answering = slot.reply.is_some() || slot.acting.is_some();
         let offer = slot
             .lines
             .offer(npc, line, turn, readiness, answering, rules);
@@ -204,7 +234,9 @@ impl NpcRequests {
     /// The next waiting line, if the NPC is free to answer it.
     pub(crate) fn next_line(&mut self, npc: &NpcId) -> Option<QueuedLine> {
         let slot = self.npcs.get_mut(npc)?;
-        let line = slot.lines.next(slot.reply.is_some())?;
+        let line = slot
+            .lines
+            .next(slot.reply.is_some() || slot.acting.is_some())?;
         self.queued -= 1;
         Some(line)
     }
@@ -297,7 +329,10 @@ impl NpcRequests {
             return Cancelled::default();
         };
         let reply = slot.reply.take().map(|r| r.ticket);
-        let had_reply = reply.is_some();
+        let had_reply = reply.is_some() || slot.acting.is_some();
+        if slot.acting.take().is_some() {
+            self.acting -= 1;
+        }
         for ticket in [reply, slot.summary.take().map(|s| s.ticket)]
             .into_iter()
             .flatten()

@@ -446,6 +446,7 @@ pub fn reply_request(system: &str, line: &str) -> bevy_npc_memory::backends::Cha
             PromptMessage::new(Role::System, system),
             PromptMessage::new(Role::User, line),
         ],
+        actions: Vec::new(),
     }
 }
 
