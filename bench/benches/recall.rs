@@ -291,6 +291,7 @@ fn run_query(
         exclude: (end - WINDOW) as LogIndex..end as LogIndex,
         line_index: None,
         now: workload.log[end - 1].timestamp + 5.0,
+        own_name: "",
     };
     index.query(&query, &workload.log, config).len()
 }

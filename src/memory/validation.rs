@@ -104,6 +104,16 @@ impl MemoryConfig {
             0..=MAX_RECALL_MESSAGES,
         )?;
         within(
+            "config.features.recall.expansion_hits",
+            recall.expansion_hits,
+            0..=MAX_RECALL_MESSAGES,
+        )?;
+        within(
+            "config.features.recall.expansion_terms",
+            recall.expansion_terms,
+            0..=MAX_RECALL_MESSAGES,
+        )?;
+        within(
             "config.features.recall.passage_span",
             recall.passage_span,
             0..=MAX_RECALL_MESSAGES as u64,
@@ -119,6 +129,7 @@ impl MemoryConfig {
             ("passage_weight", recall.passage_weight),
             ("date_weight", recall.date_weight),
             ("when_weight", recall.when_weight),
+            ("expansion_weight", recall.expansion_weight),
         ] {
             weight(
                 &format!("config.features.recall.{name}"),

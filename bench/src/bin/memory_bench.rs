@@ -6,6 +6,7 @@
 //! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
 //!     [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock]
+//!     [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep]
 //!     [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]
 //! ```
 //!
@@ -17,6 +18,12 @@
 //! (`RecallConfig::calendar`): lines are found by the day they were said and by
 //! the days their words name. `--date-headings day` writes recalled lines' headings
 //! as "2 May 2022", one per day, instead of the default `day N HH:MM`.
+//!
+//! `--expansion on` lends recall queries the rarest terms of their first hits
+//! (`RecallConfig::expansion_hits`, `expansion_terms`, `expansion_weight`), at the
+//! weights measured in BENCHMARKS.md; `HITS,TERMS,WEIGHT` sets all three, for
+//! tuning; `off` sets `expansion_hits` to 0. `--own-name skip` drops the NPC's
+//! name (`speaker_b`) from recall queries (`RecallConfig::skip_own_name`).
 //!
 //! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
 //! every question is the player's next line; the context is the message list the
@@ -45,7 +52,7 @@ use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -62,6 +69,11 @@ struct Args {
     dates: Option<bool>,
     /// `--date-headings day`: recalled lines under one "2 May 2022" heading per day.
     day_headings: bool,
+    /// `--expansion`: hits, terms and weight of query expansion; `None`: the
+    /// library's default.
+    expansion: Option<(usize, usize, f32)>,
+    /// `--own-name skip|keep`; `None`: the library's default (keep).
+    skip_own_name: Option<bool>,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -78,6 +90,8 @@ fn parse_args() -> Result<Args, String> {
         compact_lines: None,
         dates: None,
         day_headings: false,
+        expansion: None,
+        skip_own_name: None,
         dump: None,
         json: false,
     };
@@ -141,6 +155,14 @@ fn parse_args() -> Result<Args, String> {
                     }
                 }
             }
+            "--expansion" => args.expansion = Some(expansion(&flags.value(&flag)?)?),
+            "--own-name" => {
+                args.skip_own_name = match flags.value(&flag)?.as_str() {
+                    "skip" => Some(true),
+                    "keep" => Some(false),
+                    other => return Err(format!("--own-name takes skip or keep, got {other:?}")),
+                }
+            }
             "--dump-prompts" => args.dump = Some(flags.value(&flag)?.into()),
             "--json" => args.json = true,
             other => return Err(format!("unknown argument {other:?}")),
@@ -151,6 +173,26 @@ fn parse_args() -> Result<Args, String> {
     }
     Ok(args)
 }
+
+/// `--expansion`'s value: `on` (the measured weights), `off`, or `HITS,TERMS,WEIGHT`.
+fn expansion(value: &str) -> Result<(usize, usize, f32), String> {
+    let error = || format!("--expansion takes on, off or HITS,TERMS,WEIGHT, got {value:?}");
+    match value {
+        "on" => Ok(EXPANSION_ON),
+        "off" => Ok((0, 0, 0.0)),
+        _ => match value.split(',').collect::<Vec<_>>()[..] {
+            [hits, terms, weight] => Ok((
+                hits.parse().map_err(|_| error())?,
+                terms.parse().map_err(|_| error())?,
+                weight.parse().map_err(|_| error())?,
+            )),
+            _ => Err(error()),
+        },
+    }
+}
+
+/// `--expansion on`: the hits, terms and weight chosen on the tune half.
+const EXPANSION_ON: (usize, usize, f32) = (8, 10, 0.1);
 
 /// How a strategy builds the context for a question. One small type each.
 trait Strategy {
@@ -438,6 +480,15 @@ fn run(args: &Args) -> Result<Value, String> {
         // The session dates are read as Unix seconds (`parse_date`).
         config.features.recall.calendar = dates.then_some(Calendar::UNIX);
     }
+    if let Some((hits, terms, weight)) = args.expansion {
+        let recall = &mut config.features.recall;
+        recall.expansion_hits = hits;
+        recall.expansion_terms = terms;
+        recall.expansion_weight = weight;
+    }
+    if let Some(skip) = args.skip_own_name {
+        config.features.recall.skip_own_name = skip;
+    }
 
     let mut tally = RecallTally::default();
     let (mut skipped, mut questions) = (0usize, 0usize);
@@ -521,6 +572,8 @@ fn run(args: &Args) -> Result<Value, String> {
         "without": args.without,
         "compact_recall_lines": config.features.recall.compact_lines,
         "recall_calendar": config.features.recall.calendar.is_some(),
+        "recall_skip_own_name": config.features.recall.skip_own_name,
+        "recall_expansion": [config.features.recall.expansion_hits, config.features.recall.expansion_terms, config.features.recall.expansion_weight],
         "day_headings": args.day_headings,
         "sections": strategy.section_means(),
         "assembly_us": {

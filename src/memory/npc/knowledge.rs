@@ -253,6 +253,7 @@ impl LayersMut<'_> {
             exclude: 0..0,
             line_index: None,
             now: messages.last().map_or(0.0, |m| m.timestamp),
+            own_name: "",
         };
         let hits = if self.context.features.recall.enabled {
             self.context.recall.query(&recall_query, messages, &config)

@@ -333,12 +333,19 @@ impl LayersMut<'_> {
             .map(|m| &*m.content)
             .collect();
         context.reverse();
+        // Cloned only when used: the index below is borrowed mutably.
+        let own_name = if config.skip_own_name {
+            self.context.persona().name.clone()
+        } else {
+            String::new()
+        };
         let query = RecallQuery {
             line: &line.content,
             context: &context,
             exclude: window,
             line_index: Some(line.index),
             now: line.timestamp,
+            own_name: &own_name,
         };
         // Under a budget, fetch enough candidates to fill the recall share; the
         // assembly keeps the best that fit.

@@ -93,6 +93,22 @@ pub struct RecallConfig {
     /// date) adds: it favours lines that say when something happened. Only with
     /// a [`calendar`](Self::calendar); 0 turns it off.
     pub when_weight: f32,
+    /// How many of the best first matches lend terms to a second pass of the
+    /// query (pseudo-relevance feedback), at most 8. A multi-hop question finds
+    /// the first hop by its words and the second only through the first's
+    /// ("moved from my home country" → "my home country, Sweden"). 0 turns it off.
+    pub expansion_hits: usize,
+    /// Most terms those matches lend: their most informative ones that the query
+    /// lacks, found in at least two messages and not among the log's common terms.
+    pub expansion_terms: usize,
+    /// Weight of a lent term, relative to the line's words (1.0). Lower: the
+    /// question says what is asked, the first hits only guess at the next hop.
+    pub expansion_weight: f32,
+    /// Whether the NPC's own name ([`RecallQuery::own_name`](super::RecallQuery::own_name),
+    /// the persona's name) leaves a query that has other terms. The NPC never
+    /// says its own name, so the name only matches lines that address it
+    /// ("Thanks, Mel!"): short, ranked high, rarely a fact.
+    pub skip_own_name: bool,
 }
 
 impl Default for RecallConfig {
@@ -119,6 +135,10 @@ impl Default for RecallConfig {
             calendar: None,
             date_weight: 0.5,
             when_weight: 1.0,
+            expansion_hits: 0,
+            expansion_terms: 10,
+            expansion_weight: 0.1,
+            skip_own_name: false,
         }
     }
 }

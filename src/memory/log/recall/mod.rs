@@ -45,6 +45,7 @@
 mod config;
 mod dates;
 mod dictionary;
+mod expansion;
 mod index;
 mod postings;
 mod query;
@@ -54,6 +55,8 @@ mod terms;
 
 #[cfg(test)]
 mod dated_tests;
+#[cfg(test)]
+mod expansion_tests;
 #[cfg(test)]
 mod tests;
 

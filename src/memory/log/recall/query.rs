@@ -34,6 +34,9 @@ pub struct RecallQuery<'a> {
     /// The current game time, in seconds, for recency weighting. A value that is
     /// not finite (such as `f64::NAN`) turns recency weighting off.
     pub now: f64,
+    /// The NPC's own name, or "". With [`RecallConfig::skip_own_name`], its
+    /// terms leave a query that has others.
+    pub own_name: &'a str,
 }
 
 impl<'a> RecallQuery<'a> {
@@ -45,6 +48,7 @@ impl<'a> RecallQuery<'a> {
             exclude: 0..0,
             line_index: None,
             now: f64::NAN,
+            own_name: "",
         }
     }
 
@@ -83,11 +87,11 @@ pub enum RecallReason {
 }
 
 /// A query term found in the index.
-struct QueryTerm {
-    id: TermId,
-    text: Arc<str>,
+pub(super) struct QueryTerm {
+    pub(super) id: TermId,
+    pub(super) text: Arc<str>,
     /// The query's weight for the term times its inverse document frequency.
-    weight: f32,
+    pub(super) weight: f32,
 }
 
 /// A direct match: score, message, and which query terms it holds.
@@ -147,11 +151,18 @@ impl RecallIndex {
         if !config.enabled || config.max_messages == 0 || self.indexed_docs == 0 {
             return Vec::new();
         }
-        let terms = self.query_terms(query, config);
+        let mut terms = self.query_terms(query, config);
         if terms.is_empty() {
             return Vec::new();
         }
-        self.score_messages(&terms, config);
+        self.score_messages(&terms, 0, config);
+        let room = MAX_QUERY_TERMS - terms.len();
+        let expansion = self.expansion_terms(query, log, config, &terms, room);
+        if !expansion.is_empty() {
+            let first = terms.len();
+            terms.extend(expansion);
+            self.score_messages(&terms, first, config);
+        }
         self.smooth_by_passage(query, config);
         let matches = self.best_matches(query, log, config);
         let mut hits: Vec<RecallHit> = matches
@@ -174,12 +185,20 @@ impl RecallIndex {
     /// The query's distinct terms that the index knows, each at the highest weight
     /// it has in the query, at most [`MAX_QUERY_TERMS`] of them.
     fn query_terms(&self, query: &RecallQuery<'_>, config: &RecallConfig) -> Vec<QueryTerm> {
+        let own = own_name_terms(query, config);
         let mut candidates = Candidates::default();
-        for_each_term(query.line, |term| candidates.push(term, 1.0));
+        let push = |candidates: &mut Candidates, term: &str, weight: f32| {
+            if !own.contains(&term_hash(term)) {
+                candidates.push(term, weight);
+            }
+        };
+        for_each_term(query.line, |term| push(&mut candidates, term, 1.0));
         if distinct_terms(query.line) < config.context_below_terms {
             let context_start = query.context.len().saturating_sub(config.context_messages);
             for line in &query.context[context_start..] {
-                for_each_term(line, |term| candidates.push(term, config.context_weight));
+                for_each_term(line, |term| {
+                    push(&mut candidates, term, config.context_weight)
+                });
             }
         }
         self.date_terms(query, config, &mut candidates);
@@ -275,8 +294,9 @@ impl RecallIndex {
         }
     }
 
-    /// Accumulates BM25 scores and matched-term bits into the scratch buffers.
-    fn score_messages(&mut self, terms: &[QueryTerm], config: &RecallConfig) {
+    /// Accumulates the BM25 scores of `terms[first..]` and their matched-term bits
+    /// (a term's bit is its place in `terms`) into the scratch buffers.
+    fn score_messages(&mut self, terms: &[QueryTerm], first: usize, config: &RecallConfig) {
         // Out-of-range parameters fall back to a bound or the default instead of
         // poisoning every score with NaN.
         let k1 = if config.bm25_k1.is_finite() {
@@ -298,7 +318,7 @@ impl RecallIndex {
             scratch.scores.resize(self.docs.len(), 0.0);
             scratch.matched.resize(self.docs.len(), 0);
         }
-        for (bit, term) in terms.iter().enumerate() {
+        for (bit, term) in terms.iter().enumerate().skip(first) {
             for (doc, term_freq) in self.postings.postings(term.id) {
                 let doc = doc as usize;
                 let length = f32::from(self.docs[doc].terms);
@@ -474,7 +494,7 @@ impl RecallIndex {
 
 /// The message at `index` if recall may return it: in the log, not a system
 /// message, not already in the prompt.
-fn recallable<'log>(
+pub(super) fn recallable<'log>(
     index: LogIndex,
     query: &RecallQuery<'_>,
     log: &'log [ChatMessage],
@@ -559,6 +579,24 @@ fn matched_terms(terms: &[QueryTerm], bits: u64) -> Vec<Arc<str>> {
         .filter(|(bit, _)| bits & (1 << bit) != 0)
         .map(|(_, term)| term.text.clone())
         .collect()
+}
+
+/// The hashes of the NPC's own name's terms, when the config skips them and the
+/// line has other terms; else none. An NPC never says its own name, so in a
+/// question the name only matches the lines that address it ("Thanks, Mel!"),
+/// short lines BM25 ranks high and that rarely hold a fact.
+fn own_name_terms(query: &RecallQuery<'_>, config: &RecallConfig) -> Vec<u64> {
+    let mut own = Vec::new();
+    if !config.skip_own_name {
+        return own;
+    }
+    for_each_term(query.own_name, |term| own.push(term_hash(term)));
+    let mut others = false;
+    for_each_term(query.line, |term| others |= !own.contains(&term_hash(term)));
+    if !others {
+        own.clear();
+    }
+    own
 }
 
 /// How many distinct terms a line has (stopwords are not terms).
