@@ -4,7 +4,7 @@
 //! 1 ms, and how many prompt tokens an hour does the load cost, with and without
 //! scheduling?
 //!
-//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--data PATH]`
+//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--data PATH]`
 //!
 //! - **The provider** is a fake OpenAI-compatible server in this process (a std
 //!   `TcpListener` on 127.0.0.1, one thread per connection). The plugin talks to it
@@ -42,6 +42,13 @@
 //!   scheduler with nothing configured, not the code before it.
 //!   `--reply-reserve F` sets `ScheduleSettings::reply_reserve` in (a) and (b)
 //!   (0 shows the scheduler before the reserve existed); `--modes` runs a subset.
+//!   `--executor single` runs `Update` on Bevy's single-threaded executor, as
+//!   `frame_bench` does: on a 2-core machine shared with the HTTP client and the
+//!   server's threads, the multi-threaded executor's hand-offs alone put frames
+//!   over 1 ms, and the single-threaded one shows the work inside the systems.
+//!   With it the bracket is also read in the frame thread's CPU time
+//!   (`CLOCK_THREAD_CPUTIME_ID`), which leaves out time the thread spent preempted
+//!   by the client's and server's threads (`plugin_frame_cpu_ms` in the JSON).
 //!
 //! Reported per mode: the foreground reply latency (from writing `TalkToNpc` before
 //! a frame to the frame that reads `NpcReplied`) at p50 and p95; the plugin's work
@@ -64,6 +71,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bevy::ecs::schedule::SingleThreadedExecutor;
 use bevy::prelude::*;
 use bevy_npc_memory::memory::estimate_tokens;
 use bevy_npc_memory::prelude::*;
@@ -470,22 +478,56 @@ impl Mode {
     }
 }
 
-/// The stamp taken before the plugin's systems and the times recorded after them.
+/// The stamp taken before the plugin's systems and the times recorded after them:
+/// wall time, and with the single-threaded executor (every system on this one
+/// thread) the thread's CPU time, which time spent preempted does not count.
 #[derive(Resource, Default)]
 struct Bracket {
-    started: Option<Instant>,
+    started: Option<(Instant, Option<Duration>)>,
     samples: Vec<Duration>,
+    cpu_samples: Vec<Duration>,
+    one_thread: bool,
 }
 
 fn bracket_start(mut bracket: ResMut<Bracket>) {
-    bracket.started = Some(Instant::now());
+    let cpu = if bracket.one_thread {
+        thread_cpu_time()
+    } else {
+        None
+    };
+    bracket.started = Some((Instant::now(), cpu));
 }
 
 fn bracket_end(mut bracket: ResMut<Bracket>) {
     let now = Instant::now();
-    if let Some(started) = bracket.started.take() {
+    let cpu_now = if bracket.one_thread {
+        thread_cpu_time()
+    } else {
+        None
+    };
+    if let Some((started, cpu_started)) = bracket.started.take() {
         bracket.samples.push(now - started);
+        if let (Some(start), Some(end)) = (cpu_started, cpu_now) {
+            bracket.cpu_samples.push(end.saturating_sub(start));
+        }
     }
+}
+
+/// CPU time the calling thread has run.
+#[cfg(unix)]
+fn thread_cpu_time() -> Option<Duration> {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, and `time` is one.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) } == 0;
+    ok.then(|| Duration::new(time.tv_sec as u64, time.tv_nsec as u32))
+}
+
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// What came back from the plugin.
@@ -574,7 +616,10 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
                 .with_settings(settings)
                 .with_backend(backend),
         )
-        .init_resource::<Bracket>()
+        .insert_resource(Bracket {
+            one_thread: args.single_threaded,
+            ..default()
+        })
         .init_resource::<Observed>()
         .add_systems(
             Update,
@@ -584,6 +629,11 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
                 observe.after(bracket_end),
             ),
         );
+    if args.single_threaded {
+        app.edit_schedule(Update, |schedule| {
+            schedule.set_executor(SingleThreadedExecutor::new());
+        });
+    }
     // What the runner does before the first frame; `app.run()` is never called.
     app.finish();
     app.cleanup();
@@ -627,7 +677,9 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
         );
         app.update();
     }
-    app.world_mut().resource_mut::<Bracket>().samples.clear();
+    let mut bracket = app.world_mut().resource_mut::<Bracket>();
+    bracket.samples.clear();
+    bracket.cpu_samples.clear();
     app
 }
 
@@ -676,6 +728,9 @@ struct ModeReport {
     foreground_failures: Vec<String>,
     bracket: Stats,
     frames_over_budget: usize,
+    /// The bracket in the thread's CPU time (single-threaded executor only).
+    cpu: Option<Stats>,
+    cpu_over_budget: usize,
     plugin_requests: u64,
     replies: Traffic,
     summaries: Traffic,
@@ -725,6 +780,7 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
     let (replies, summaries) = server.traffic();
     let world = app.world_mut();
     let bracket = std::mem::take(&mut world.resource_mut::<Bracket>().samples);
+    let cpu = std::mem::take(&mut world.resource_mut::<Bracket>().cpu_samples);
     let scheduler = world.resource::<NpcMemoryScheduler>();
     let (plugin_requests, deferred_at_end, queue_at_end, budget) = (
         scheduler.requests_sent(),
@@ -745,6 +801,8 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
         foreground_failures: observed.foreground_failures.clone(),
         frames_over_budget: bracket.iter().filter(|d| **d > FRAME_BUDGET).count(),
         bracket: Stats::of(&bracket),
+        cpu_over_budget: cpu.iter().filter(|d| **d > FRAME_BUDGET).count(),
+        cpu: (!cpu.is_empty()).then(|| Stats::of(&cpu)),
         plugin_requests,
         replies,
         summaries,
@@ -798,6 +856,13 @@ impl ModeReport {
                 "max": round3(bracket.max_ms),
                 "over_1ms": self.frames_over_budget,
             },
+            "plugin_frame_cpu_ms": self.cpu.as_ref().map(|cpu| json!({
+                "frames": cpu.samples,
+                "p50": round3(cpu.p50_ms),
+                "p99": round3(cpu.p99_ms),
+                "max": round3(cpu.max_ms),
+                "over_1ms": self.cpu_over_budget,
+            })),
             "plugin_requests_sent": self.plugin_requests,
             "server": {
                 "all": self.total().json(self.seconds),
@@ -860,11 +925,12 @@ struct Args {
     delay: u64,
     reply_reserve: Option<f32>,
     modes: Vec<Mode>,
+    single_threaded: bool,
     data: String,
 }
 
 fn parse_args() -> Args {
-    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--data PATH]";
+    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--data PATH]";
     let fail = |why: &str| -> ! {
         eprintln!("{why}\n{usage}");
         std::process::exit(2);
@@ -878,6 +944,7 @@ fn parse_args() -> Args {
         delay: DEFAULT_DELAY_SECS,
         reply_reserve: None,
         modes: vec![Mode::Unloaded, Mode::Scheduled, Mode::Unscheduled],
+        single_threaded: false,
         data: "../shared/bench/locomo/locomo_dev.json".to_owned(),
     };
     let mut iter = std::env::args().skip(1);
@@ -909,6 +976,13 @@ fn parse_args() -> Args {
                         _ => fail(&format!("unknown mode {name:?}")),
                     })
                     .collect();
+            }
+            "--executor" => {
+                args.single_threaded = match iter.next().as_deref() {
+                    Some("multi") => false,
+                    Some("single") => true,
+                    _ => fail("--executor takes multi or single"),
+                }
             }
             "--data" => args.data = iter.next().unwrap_or_else(|| fail("--data needs a path")),
             "-h" | "--help" => {
@@ -952,6 +1026,7 @@ fn main() {
                 "chatter_lines_per_second": args.chatter,
                 "background_delay_s": args.delay,
                 "reply_reserve": args.reply_reserve,
+                "executor": if args.single_threaded { "single" } else { "multi" },
                 "player_line_every_s": PLAYER_EVERY.as_secs(),
                 "window": WINDOW,
                 "summary_every": SUMMARY_EVERY,
@@ -963,8 +1038,13 @@ fn main() {
         return;
     }
     println!(
-        "scheduler_bench (release build: {}, {cpus} CPUs, {} lines): {} NPCs, {} s per mode, server limit {}/min, {} chatter lines/s, background delay {} s, reply reserve {}",
+        "scheduler_bench (release build: {}, {cpus} CPUs, {} executor, {} lines): {} NPCs, {} s per mode, server limit {}/min, {} chatter lines/s, background delay {} s, reply reserve {}",
         !cfg!(debug_assertions),
+        if args.single_threaded {
+            "single-threaded"
+        } else {
+            "multi-threaded"
+        },
         source,
         args.npcs,
         args.seconds,

@@ -321,8 +321,8 @@ impl Plugin for NpcMemoryPlugin {
                         // Handlers are the game's systems: the calls of replies
                         // collected above are answered in the same frame, so the
                         // follow-up goes out with this frame's requests.
-                        actions::run_actions,
-                        systems::record_actions,
+                        actions::run_actions.run_if(actions::calls_pending),
+                        systems::record_actions.run_if(actions::rounds_answered),
                         systems::dispatch_requests,
                     )
                         .chain()

@@ -15,7 +15,7 @@ use bevy::prelude::*;
 
 pub use registry::NpcActionsAppExt;
 pub(crate) use registry::{ActionRegistry, ActionTurns, AnsweredRound, ProposedRound};
-pub(crate) use run::run_actions;
+pub(crate) use run::{calls_pending, rounds_answered, run_actions};
 
 use super::turn::TurnId;
 use crate::memory::{ActionOutcome, LogIndex, NpcId};

@@ -15,6 +15,21 @@ use crate::plugin::npc_state::NpcEntities;
 use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::turn::TurnId;
 
+/// Whether [`run_actions`] has anything to do. An exclusive system stops every
+/// other system for its frame, so it runs only when a round of calls, or the
+/// game's answer to one, is waiting: a game whose NPCs never act pays nothing.
+pub(crate) fn calls_pending(
+    turns: Res<ActionTurns>,
+    answers: Res<Messages<AnswerNpcAction>>,
+) -> bool {
+    !turns.proposed.is_empty() || !turns.waiting.is_empty() || !answers.is_empty()
+}
+
+/// Whether a round the game answered waits to enter memory.
+pub(crate) fn rounds_answered(turns: Res<ActionTurns>) -> bool {
+    !turns.answered.is_empty()
+}
+
 /// Answers every round of calls proposed this frame, in order; takes the game's
 /// later answers; and fails calls still unanswered past their deadline.
 pub(crate) fn run_actions(world: &mut World, mut answers: Local<MessageCursor<AnswerNpcAction>>) {
