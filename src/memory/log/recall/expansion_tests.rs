@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::tests::FILLER;
 use super::*;
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 
@@ -25,23 +26,24 @@ fn conversation(lines: &[&str]) -> Vec<ChatMessage> {
         .collect()
 }
 
-/// The first hop names the brother; only his name leads to the second.
-const TWO_HOPS: &[&str] = &[
-    "My brother is called Tomas, he is two years older.",
-    "A good name.",
-    "The corridor lights keep flickering near the storage area.",
-    "Check the water filters before the night cycle starts.",
-    "Tomas repairs the pumps down at the old mill.",
-    "Busy hands.",
-    "I found some canned food and two batteries in the locker.",
-    "The radio only picks up static on every channel today.",
-    "Door seven is jammed again, we need a crowbar for it.",
-    "Keep your voice down, the ventilation carries sound far.",
-    "The generator needs fuel soon or the heaters will stop.",
-    "I counted the medical kits twice and we still have nine.",
-    "Snow blocked the eastern gate overnight.",
-    "The dogs barked at something near the fence.",
-];
+/// The first hop names the brother; only his name leads to the second, at index 4.
+fn two_hops() -> Vec<&'static str> {
+    let mut lines = vec![
+        "My brother is called Tomas, he is two years older.",
+        "A good name.",
+    ];
+    lines.extend(&FILLER[..2]);
+    lines.extend([
+        "Tomas repairs the pumps down at the old mill.",
+        "Busy hands.",
+    ]);
+    lines.extend(&FILLER[2..]);
+    lines.extend([
+        "Snow blocked the eastern gate overnight.",
+        "The dogs barked at something near the fence.",
+    ]);
+    lines
+}
 
 fn recall(log: &[ChatMessage], line: &str, config: &RecallConfig) -> Vec<LogIndex> {
     let mut index = RecallIndex::from_log(log);
@@ -61,7 +63,7 @@ fn two_hop_config(expansion_hits: usize) -> RecallConfig {
 
 #[test]
 fn the_second_hop_is_found_through_the_first_hits_name() {
-    let log = conversation(TWO_HOPS);
+    let log = conversation(&two_hops());
     let line = "What does my brother do for a living?";
     assert_eq!(recall(&log, line, &two_hop_config(0)), [0]);
     assert_eq!(recall(&log, line, &two_hop_config(1)), [0, 4]);
@@ -69,7 +71,7 @@ fn the_second_hop_is_found_through_the_first_hits_name() {
 
 #[test]
 fn expansion_says_which_lent_term_matched() {
-    let log = conversation(TWO_HOPS);
+    let log = conversation(&two_hops());
     let mut index = RecallIndex::from_log(&log);
     let query = RecallQuery::new("What does my brother do for a living?");
     let hits = index.query(&query, &log, &two_hop_config(1));
@@ -85,7 +87,7 @@ fn expansion_says_which_lent_term_matched() {
 #[test]
 fn a_term_of_the_first_hit_alone_is_not_lent() {
     // "older" is in no other line: lending it could only lift line 0 again.
-    let log = conversation(TWO_HOPS);
+    let log = conversation(&two_hops());
     let config = RecallConfig {
         expansion_terms: 1,
         ..two_hop_config(1)
@@ -99,7 +101,7 @@ fn addressed() -> Vec<ChatMessage> {
         "Thanks, Mira!",
         "I keep the seeds in the cellar, where it stays cool.",
     ];
-    lines.extend(&TWO_HOPS[2..]);
+    lines.extend(&two_hops()[2..]);
     conversation(&lines)
 }
 

@@ -32,7 +32,7 @@ fn conversation(lines: &[&str]) -> Vec<ChatMessage> {
         .collect()
 }
 
-const FILLER: &[&str] = &[
+pub(super) const FILLER: &[&str] = &[
     "The corridor lights keep flickering near the storage area.",
     "Check the water filters before the night cycle starts.",
     "I found some canned food and two batteries in the locker.",
