@@ -93,9 +93,11 @@
 //! them as tools, the game's handler system answers, the NPC says what came of it,
 //! and [`NpcActed`](crate::prelude::NpcActed) tells the game. Calls and results
 //! are log entries like any other, quoted in prompts and kept in saves. The
-//! actions reach backends in [`ChatRequest::actions`](crate::backends::ChatRequest::actions);
-//! one that cannot call tools (the offline backend, and for now the HTTP and local
-//! ones) answers in words as before.
+//! actions reach backends in [`ChatRequest::actions`](crate::backends::ChatRequest::actions):
+//! the HTTP backend offers them as OpenAI-style `tools` and reads the model's
+//! `tool_calls`, the scripted backend plays calls a test scripts, and one that
+//! cannot call tools (the offline backend, and for now the in-process model)
+//! answers in words as before.
 //!
 //! # Guarantees
 //!
@@ -136,6 +138,34 @@ pub mod memory;
 mod plugin;
 pub mod save;
 mod trace;
+
+/// The `schemars` crate that actions' JSON Schemas come from. Derive
+/// `JsonSchema` with the same major version (1) in your own `Cargo.toml`, or
+/// through this re-export with `#[schemars(crate = "bevy_npc_memory::schemars")]`:
+///
+/// ```
+/// use bevy_npc_memory::memory::NpcAction;
+/// use bevy_npc_memory::schemars::JsonSchema;
+///
+/// /// Dims or lights one area of the bunker.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// #[schemars(crate = "bevy_npc_memory::schemars")]
+/// struct SetLights {
+///     /// Which area.
+///     area: String,
+///     /// Lights on or off.
+///     on: bool,
+/// }
+///
+/// impl NpcAction for SetLights {
+///     const NAME: &'static str = "set_lights";
+///     const DESCRIPTION: &'static str = "Turn the lights of an area on or off.";
+/// }
+///
+/// let schema = SetLights::spec().parameters;
+/// assert_eq!(schema["properties"]["on"]["type"], "boolean");
+/// ```
+pub use schemars;
 
 pub use plugin::{
     ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,

@@ -45,7 +45,7 @@ pub const MAX_ARGUMENTS_CHARS: usize = 4_000;
 /// ```
 pub trait NpcAction: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The name the model calls it by and personas list it under, e.g.
-    /// `"open_door"`: ASCII letters, digits and `_`, at most
+    /// `"open_door"`: ASCII letters, digits, `_` and `-`, at most
     /// [`MAX_ACTION_NAME_CHARS`].
     const NAME: &'static str;
     /// What the action does, for the model.

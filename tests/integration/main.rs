@@ -16,6 +16,8 @@ mod game_clock;
 mod game_save;
 mod hostile_saves;
 #[cfg(feature = "http")]
+mod http_actions;
+#[cfg(feature = "http")]
 mod http_backend;
 mod inspector;
 mod isolation;

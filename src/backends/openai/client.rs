@@ -14,7 +14,8 @@ use super::redact::Redactor;
 use super::retry_after;
 use super::sse::SseReader;
 use super::think::{ThinkFilter, strip_think};
-use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions};
+use super::tool_calls::{StreamedCalls, whole_calls};
+use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions, Tool};
 use crate::backends::AbortOnDrop;
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
@@ -28,7 +29,10 @@ const REASON_CHARS: usize = 300;
 /// Talks to any server that speaks OpenAI's `/chat/completions`: DeepSeek,
 /// Doubao/Ark, OpenAI, Ollama, llama.cpp's `llama-server`, and most others.
 ///
-/// Replies stream; summaries do not. Failures are retried as [`RetryPolicy`]
+/// Replies stream; summaries do not. An NPC's actions are offered as function
+/// `tools`, and the model's `tool_calls` (whole, or streamed in pieces) come back
+/// as [`ChatResponse::action_calls`](crate::backends::ChatResponse::action_calls);
+/// llama.cpp's server needs `--jinja` for them. Failures are retried as [`RetryPolicy`]
 /// describes. Reasoning is kept out of replies. What is read from the server is
 /// capped by [`ResponseLimits`]. Neither the API key nor credentials in the
 /// `base_url` appear in `Debug` output, errors or logs.
@@ -187,6 +191,7 @@ impl Inner {
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
             }),
+            tools: request.actions.iter().map(Tool::function).collect(),
         };
         // Serialized once; every retry sends the same bytes.
         let body = serde_json::to_vec(&body).map_err(|error| {
@@ -275,11 +280,10 @@ impl Inner {
             .into_iter()
             .next()
             .ok_or_else(|| self.malformed("the reply has no choices".into()))?;
-        let content = choice
-            .message
-            .unwrap_or_default()
-            .content
-            .unwrap_or_default();
+        let message = choice.message.unwrap_or_default();
+        let content = message.content.unwrap_or_default();
+        let action_calls = whole_calls(message.tool_calls.unwrap_or_default())
+            .map_err(|reason| self.malformed(reason))?;
         Ok(ChatResponse {
             content: if self.config.keep_reasoning {
                 content
@@ -288,9 +292,7 @@ impl Inner {
             },
             usage,
             finish_reason: choice.finish_reason,
-            // Tool calls over HTTP are not read yet: actions are offered to
-            // backends that can call them, and this one answers with text.
-            action_calls: Vec::new(),
+            action_calls,
         })
     }
 
@@ -308,6 +310,7 @@ impl Inner {
         let mut content = String::new();
         let mut usage = None;
         let mut finish_reason = None;
+        let mut calls = StreamedCalls::default();
         let mut done = false;
         'read: loop {
             let bytes = match response.chunk().await {
@@ -343,7 +346,11 @@ impl Inner {
                 let Some(choice) = chunk.choices.into_iter().next() else {
                     continue;
                 };
-                if let Some(text) = choice.delta.and_then(|delta| delta.content) {
+                let delta = choice.delta.unwrap_or_default();
+                for piece in delta.tool_calls.into_iter().flatten() {
+                    calls.push(piece).map_err(|reason| self.malformed(reason))?;
+                }
+                if let Some(text) = delta.content {
                     let visible = if self.config.keep_reasoning {
                         text
                     } else {
@@ -364,11 +371,12 @@ impl Inner {
         let rest = filter.finish();
         progress.delta(&rest);
         content.push_str(&rest);
+        let action_calls = calls.finish().map_err(|reason| self.malformed(reason))?;
         Ok(ChatResponse {
             content,
             usage,
             finish_reason,
-            action_calls: Vec::new(),
+            action_calls,
         })
     }
 

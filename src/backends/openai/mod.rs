@@ -6,6 +6,7 @@ mod redact;
 mod retry_after;
 mod sse;
 mod think;
+mod tool_calls;
 mod wire;
 
 pub use client::OpenAiBackend;

@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::tool_calls::WireToolCall;
 use crate::backends::TokenUsage;
-use crate::memory::PromptMessage;
+use crate::memory::{ActionSpec, PromptMessage};
 
 #[derive(Serialize)]
 pub(crate) struct ChatCompletionRequest<'a> {
@@ -17,6 +18,28 @@ pub(crate) struct ChatCompletionRequest<'a> {
     pub(crate) temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) stream_options: Option<StreamOptions>,
+    /// The actions the NPC may call; left out when there are none, since some
+    /// servers refuse an empty list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tools: Vec<Tool<'a>>,
+}
+
+/// An action offered as an OpenAI function tool: its name, description and JSON
+/// Schema are exactly the `function` object.
+#[derive(Serialize)]
+pub(crate) struct Tool<'a> {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    pub(crate) function: &'a ActionSpec,
+}
+
+impl<'a> Tool<'a> {
+    pub(crate) fn function(spec: &'a ActionSpec) -> Self {
+        Self {
+            kind: "function",
+            function: spec,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -44,6 +67,8 @@ pub(crate) struct Choice {
 #[derive(Deserialize, Default)]
 pub(crate) struct Message {
     pub(crate) content: Option<String>,
+    /// Calls of the offered actions: whole in a message, in pieces in deltas.
+    pub(crate) tool_calls: Option<Vec<WireToolCall>>,
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,219 @@
+//! Actions over HTTP: the OpenAI-compatible backend offers an NPC's actions as
+//! `tools` and reads the model's `tool_calls`, streamed in pieces or whole, against
+//! a scripted server on 127.0.0.1.
+
+use bevy::prelude::*;
+use bevy_npc_memory::backends::{BackendError, OpenAiBackend, OpenAiConfig, Progress, RetryPolicy};
+use bevy_npc_memory::memory::ActionSpec;
+use bevy_npc_memory::prelude::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::support::fake_llm::{FakeLlm, FakeReply, reply_request, stream_events};
+use crate::support::{Harness, add_inbox, persona};
+
+/// Opens one of the bunker's doors.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OpenDoor {
+    /// Which door.
+    door: String,
+}
+
+impl NpcAction for OpenDoor {
+    const NAME: &'static str = "open_door";
+    const DESCRIPTION: &'static str = "Open a door of the bunker.";
+}
+
+/// Doors the handler opened, in order.
+#[derive(Resource, Default)]
+struct Opened(Vec<String>);
+
+fn open_door(call: In<ActionInvocation<OpenDoor>>, mut opened: ResMut<Opened>) -> ActionOutcome {
+    opened.0.push(call.args.door.clone());
+    ActionOutcome::Done(format!("The {} door is open.", call.args.door))
+}
+
+fn backend(server: &FakeLlm, stream: bool) -> OpenAiBackend {
+    let mut config = OpenAiConfig::custom("fake", server.base_url(), "fake-model");
+    config.stream = stream;
+    config.retry = RetryPolicy::none();
+    OpenAiBackend::new(config).unwrap()
+}
+
+fn harness(server: &FakeLlm) -> Harness {
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend(server, true)));
+    add_inbox::<NpcActed>(&mut h.app);
+    h.app
+        .init_resource::<Opened>()
+        .register_npc_action(open_door);
+    h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+    h
+}
+
+/// One streamed piece of tool call `index`.
+fn call_piece(index: usize, id: Option<&str>, name: Option<&str>, arguments: &str) -> String {
+    let mut function = json!({ "arguments": arguments });
+    if let Some(name) = name {
+        function["name"] = json!(name);
+    }
+    let mut call = json!({ "index": index, "type": "function", "function": function });
+    if let Some(id) = id {
+        call["id"] = json!(id);
+    }
+    json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+        .to_string()
+}
+
+fn finished_with_calls() -> String {
+    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string()
+}
+
+#[test]
+fn streamed_calls_in_pieces_run_their_handlers_and_the_npc_answers() {
+    let server = FakeLlm::start();
+    server
+        .push(FakeReply::Stream {
+            events: vec![
+                call_piece(0, Some("call_a"), Some("open_door"), ""),
+                call_piece(1, Some("call_b"), Some("open_door"), "{\"do"),
+                call_piece(0, None, None, "{\"door\": \"no"),
+                call_piece(1, None, None, "or\": \"lab\"}"),
+                call_piece(0, None, None, "rth\"}"),
+                finished_with_calls(),
+            ],
+            done: true,
+        })
+        .push(FakeReply::Stream {
+            events: stream_events(&["Both doors ", "are open."], true),
+            done: true,
+        });
+    let mut h = harness(&server);
+    h.say("echo7", "Open the north door and the lab.");
+    h.wait_for_replies(1);
+
+    assert_eq!(h.app.world().resource::<Opened>().0, ["north", "lab"]);
+    assert_eq!(h.replies("echo7"), ["Both doors are open."]);
+    let acted: Vec<_> = (h.inbox::<NpcActed>().iter())
+        .map(|a| (a.call_id.as_str(), a.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        acted,
+        [
+            ("call_a", "{\"door\": \"north\"}"),
+            ("call_b", "{\"door\": \"lab\"}")
+        ]
+    );
+
+    let received = server.received();
+    assert_eq!(received.len(), 2, "the calls, then the follow-up");
+    let tools = &received[0].json()["tools"];
+    assert_eq!(tools[0]["type"], "function");
+    assert_eq!(tools[0]["function"]["name"], "open_door");
+    assert_eq!(
+        tools[0]["function"]["description"],
+        "Open a door of the bunker."
+    );
+    assert_eq!(
+        tools[0]["function"]["parameters"]["properties"]["door"]["type"], "string",
+        "the schema comes from the action's type"
+    );
+    let follow_up = received[1].body.as_str();
+    assert!(
+        follow_up.contains("The north door is open.")
+            && follow_up.contains("The lab door is open."),
+        "the follow-up carries the results: {follow_up}"
+    );
+}
+
+#[test]
+fn a_streamed_call_without_a_name_fails_the_reply_and_keeps_the_line() {
+    let server = FakeLlm::start();
+    server.push(FakeReply::Stream {
+        events: vec![
+            call_piece(0, Some("call_a"), None, "{}"),
+            finished_with_calls(),
+        ],
+        done: true,
+    });
+    let mut h = harness(&server);
+    h.say("echo7", "Open up.");
+    h.run_until("the reply fails", |w| {
+        !w.resource::<crate::support::Inbox<NpcReplyFailed>>()
+            .0
+            .is_empty()
+    });
+    let failure = &h.inbox::<NpcReplyFailed>()[0].error;
+    let ReplyError::Backend(BackendError::Malformed { reason, .. }) = failure else {
+        panic!("expected a malformed answer, got {failure:?}");
+    };
+    assert!(reason.contains("no function name"), "{reason}");
+    assert!(
+        h.app.world().resource::<Opened>().0.is_empty(),
+        "no handler ran"
+    );
+    assert!(
+        h.log("echo7").iter().any(|(_, text)| text == "Open up."),
+        "the player's line is in L2"
+    );
+}
+
+#[test]
+fn whole_answers_carry_their_calls_and_requests_without_actions_offer_no_tools() {
+    let server = FakeLlm::start();
+    let message = json!({
+        "role": "assistant",
+        "content": "One moment.",
+        "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "open_door", "arguments": "{\"door\":\"north\"}"}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "open_door", "arguments": "{\"door\":\"south\"}"}}
+        ]
+    });
+    let answer =
+        json!({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]});
+    server
+        .push(FakeReply::ok(answer.to_string()))
+        .push(FakeReply::ok(
+            json!({"choices": [{"message": {"content": "Hi."}}]}).to_string(),
+        ));
+    let backend = backend(&server, false);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut request = reply_request("You are ECHO-7.", "Open both doors.");
+    request.actions = vec![ActionSpec {
+        name: "open_door".into(),
+        description: "Open a door.".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    let response = runtime
+        .block_on(backend.complete(request, Progress::silent()))
+        .unwrap();
+    assert_eq!(response.content, "One moment.");
+    let calls: Vec<_> = (response.action_calls.iter())
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_1", "open_door", "{\"door\":\"north\"}"),
+            ("call_2", "open_door", "{\"door\":\"south\"}")
+        ]
+    );
+
+    let plain = reply_request("You are ECHO-7.", "Hello.");
+    let response = runtime
+        .block_on(backend.complete(plain, Progress::silent()))
+        .unwrap();
+    assert!(response.action_calls.is_empty());
+    let received = server.received();
+    assert!(received[0].json().get("tools").is_some());
+    assert!(
+        received[1].json().get("tools").is_none(),
+        "no actions, no tools field: some servers refuse an empty list"
+    );
+}
