@@ -8,20 +8,8 @@ use bevy_npc_memory::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::support::actions::OpenDoor;
 use crate::support::{Harness, add_inbox, persona, temp_dir};
-
-/// Opens one of the bunker's doors.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct OpenDoor {
-    /// Which door.
-    door: String,
-}
-
-impl NpcAction for OpenDoor {
-    const NAME: &'static str = "open_door";
-    const DESCRIPTION: &'static str = "Open a door of the bunker.";
-}
 
 /// Registered, but no persona here allows it.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -6,25 +6,11 @@ use bevy::prelude::*;
 use bevy_npc_memory::backends::{BackendError, OpenAiBackend, OpenAiConfig, Progress, RetryPolicy};
 use bevy_npc_memory::memory::ActionSpec;
 use bevy_npc_memory::prelude::*;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 
+use crate::support::actions::OpenDoor;
 use crate::support::fake_llm::{FakeLlm, FakeReply, reply_request, stream_events};
 use crate::support::{Harness, add_inbox, persona};
-
-/// Opens one of the bunker's doors.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct OpenDoor {
-    /// Which door.
-    door: String,
-}
-
-impl NpcAction for OpenDoor {
-    const NAME: &'static str = "open_door";
-    const DESCRIPTION: &'static str = "Open a door of the bunker.";
-}
 
 /// Doors the handler opened, in order.
 #[derive(Resource, Default)]

@@ -1,6 +1,7 @@
 //! A headless app around the plugin, shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod actions;
 pub mod alloc;
 pub mod fake_llm;
 pub mod held;
