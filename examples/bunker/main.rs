@@ -18,11 +18,17 @@
 //! RUSTY-3 brief ECHO-7 on what the player told it: ECHO-7 then knows it and who
 //! told it, except what the player asked RUSTY-3 to keep secret ("Send secretly").
 //!
+//! ECHO-7 can open doors and switch lights, RUSTY-3 can repair machines
+//! (`actions.rs`); the scene shows what they did.
+//!
 //! `--autoplay` plays the ECHO-7 walk-through, then a shift change
-//! (`assets/autoplay/shift_change.txt`), through the offline backend with the debug
-//! panel open on ECHO-7's Knowledge section; with `--screenshot` it saves a
-//! screenshot once the conversation is done, then exits.
+//! (`assets/autoplay/shift_change.txt`), then a turn of actions for each NPC
+//! (`assets/autoplay/actions.txt`), through the offline backend and, for the
+//! actions, the scripted one, with the debug panel open on ECHO-7's Actions and
+//! Knowledge sections; with `--screenshot` it saves a screenshot once the
+//! conversation is done, then exits.
 
+mod actions;
 mod script;
 
 use std::collections::{HashMap, VecDeque};
@@ -34,10 +40,10 @@ use bevy::window::WindowResolution;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use bevy_npc_memory::backends::{OpenAiBackend, OpenAiConfig};
 use bevy_npc_memory::debug::{DebugSection, NpcMemoryDebugPlugin, NpcMemoryDebugState};
-use bevy_npc_memory::memory::{ChatMessage, Origin};
+use bevy_npc_memory::memory::{ActionStep, ChatMessage, Origin};
 use bevy_npc_memory::prelude::*;
 
-use script::{ECHO, ROBOT, ShiftChange, Step};
+use script::{AutoplayBackend, ECHO, ROBOT, ShiftChange, Step};
 
 struct Args {
     chinese: bool,
@@ -75,7 +81,7 @@ fn args() -> Args {
 type WithBackend = Box<dyn FnOnce(NpcMemoryPlugin) -> NpcMemoryPlugin>;
 
 /// Which backend runs, and what the corner label calls it (`None`: offline).
-fn backend(args: &Args) -> (WithBackend, Option<String>) {
+fn backend(args: &Args, autoplay: &AutoplayBackend) -> (WithBackend, Option<String>) {
     let http = |config: OpenAiConfig| {
         OpenAiBackend::new(config)
             .map_err(|e| eprintln!("{e}"))
@@ -86,8 +92,10 @@ fn backend(args: &Args) -> (WithBackend, Option<String>) {
                 (with, Some(label))
             })
     };
+    let autoplay = autoplay.clone();
     let chosen = if args.autoplay {
-        None
+        let with: WithBackend = Box::new(move |plugin| plugin.with_backend(autoplay));
+        return (with, None);
     } else if let Some(path) = &args.model {
         local(path.clone())
     } else if std::env::var_os("DEEPSEEK_API_KEY").is_some() {
@@ -184,6 +192,7 @@ struct Chat {
 struct Autoplay {
     steps: VecDeque<Step>,
     screenshot: Option<PathBuf>,
+    backend: AutoplayBackend,
     idle_frames: u32,
     waited_frames: u32,
     shot_at: Option<u32>,
@@ -191,7 +200,8 @@ struct Autoplay {
 
 fn main() -> AppExit {
     let args = args();
-    let (with_backend, backend_label) = backend(&args);
+    let autoplay_backend = AutoplayBackend::default();
+    let (with_backend, backend_label) = backend(&args, &autoplay_backend);
     let mut memory = with_backend(
         NpcMemoryPlugin::default()
             .with_autosave(&args.save)
@@ -225,7 +235,7 @@ fn main() -> AppExit {
                 ..default()
             }),
     )
-    .add_plugins((memory, debug))
+    .add_plugins((memory, debug, actions::plugin))
     .insert_resource(ClearColor(Color::srgb(0.06, 0.07, 0.08)))
     .insert_resource(Scene {
         backend: backend_label,
@@ -260,10 +270,12 @@ fn main() -> AppExit {
         let steps = script::parse(&read(file))
             .into_iter()
             .chain(script::parse(&read("assets/autoplay/shift_change.txt")))
+            .chain(script::parse(&read("assets/autoplay/actions.txt")))
             .collect();
         app.insert_resource(Autoplay {
             steps,
             screenshot: args.screenshot,
+            backend: autoplay_backend,
             idle_frames: 0,
             waited_frames: 0,
             shot_at: None,
@@ -468,6 +480,10 @@ fn comms_line(message: &ChatMessage, npc_name: &str) -> String {
             format!("[{teller} told {npc_name}] {}", message.content)
         }
         (Origin::Witnessed { .. }, _) => format!("[{npc_name} saw] {}", message.content),
+        (Origin::Acted(note), _) => match note.step {
+            ActionStep::Called => format!("[{npc_name} uses {} {}]", note.name, message.content),
+            _ => format!("[{} {:?}] {}", note.name, note.step, message.content),
+        },
         (Origin::SaidPrivately, Role::User) => format!("You (secret): {}", message.content),
         (_, Role::User) => format!("You: {}", message.content),
         _ => format!("{npc_name}: {}", message.content),
@@ -610,6 +626,10 @@ fn autoplay(
             Some(line) => {
                 chat.talking_to = line.npc.clone();
                 talk.write(line);
+            }
+            None if matches!(step, Step::Act { .. }) => {
+                script.backend.queue(&step);
+                debug.focus = vec![DebugSection::Actions, DebugSection::Knowledge];
             }
             None => {
                 share.write_batch(chat.shift.briefing(&logs));

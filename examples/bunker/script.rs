@@ -6,8 +6,12 @@
 //! - `rusty: text` says `text` to RUSTY-3, `echo7: text` to ECHO-7;
 //! - `rusty (secret): text` says it and asks the NPC to keep it to itself;
 //! - `[shift change]` makes RUSTY-3 brief ECHO-7;
+//! - `echo7 acts: open_door {"door": "reactor"} => text` scripts the NPC's next
+//!   answer: it calls the action with those arguments, then says `text` (the
+//!   scripted backend plays it; `rusty acts:` likewise);
 //! - any other line is said to ECHO-7 (the walk-through files are just lines).
 
+use bevy_npc_memory::backends::{BackendFuture, ChatRequest, Progress};
 use bevy_npc_memory::memory::LogIndex;
 use bevy_npc_memory::prelude::*;
 
@@ -27,6 +31,14 @@ pub enum Step {
     },
     /// RUSTY-3 briefs ECHO-7.
     ShiftChange,
+    /// The NPC's next answer calls `action` with `arguments` (JSON), then says
+    /// `follow_up`.
+    Act {
+        npc: NpcId,
+        action: String,
+        arguments: String,
+        follow_up: String,
+    },
 }
 
 impl Step {
@@ -37,7 +49,7 @@ impl Step {
                 let line = TalkToNpc::new(npc.clone(), text.clone());
                 Some(if *secret { line.privately() } else { line })
             }
-            Step::ShiftChange => None,
+            Step::ShiftChange | Step::Act { .. } => None,
         }
     }
 }
@@ -57,6 +69,9 @@ pub fn parse(script: &str) -> Vec<Step> {
                 text: text.trim().to_owned(),
                 secret,
             };
+            if let Some(act) = acting(line) {
+                return act;
+            }
             if let Some(text) = line.strip_prefix("rusty (secret):") {
                 say(ROBOT, text, true)
             } else if let Some(text) = line.strip_prefix("rusty:") {
@@ -68,6 +83,20 @@ pub fn parse(script: &str) -> Vec<Step> {
             }
         })
         .collect()
+}
+
+/// `npc acts: action {json} => follow-up`, as a step.
+fn acting(line: &str) -> Option<Step> {
+    let (npc, rest) = line.split_once(" acts:")?;
+    let (call, follow_up) = rest.split_once("=>")?;
+    let call = call.trim();
+    let (action, arguments) = call.split_once(char::is_whitespace).unwrap_or((call, "{}"));
+    Some(Step::Act {
+        npc: NpcId::new(npc.trim()),
+        action: action.to_owned(),
+        arguments: arguments.trim().to_owned(),
+        follow_up: follow_up.trim().to_owned(),
+    })
 }
 
 /// At a shift change RUSTY-3 briefs ECHO-7 on what the player told it since the
@@ -93,5 +122,46 @@ impl ShiftChange {
             .collect();
         self.briefed_up_to = log.next_index();
         tellings
+    }
+}
+
+/// The autoplay's backend: what a script's `acts:` lines queue, through the
+/// scripted backend, and the offline backend for everything else.
+#[derive(Clone, Default)]
+pub struct AutoplayBackend {
+    pub scripted: ScriptedBackend,
+    offline: OfflineBackend,
+}
+
+impl AutoplayBackend {
+    /// Queues an `acts:` step: the next reply calls the action, the one after says
+    /// the follow-up.
+    pub fn queue(&self, step: &Step) {
+        if let Step::Act {
+            action,
+            arguments,
+            follow_up,
+            ..
+        } = step
+        {
+            let call = ActionCall::new(format!("autoplay-{action}"), action, arguments);
+            self.scripted
+                .push_calls("", vec![call])
+                .push_reply(follow_up.clone());
+        }
+    }
+}
+
+impl ChatBackend for AutoplayBackend {
+    fn name(&self) -> &str {
+        "offline"
+    }
+
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
+        if self.scripted.remaining(request.purpose()) > 0 {
+            self.scripted.complete(request, progress)
+        } else {
+            self.offline.complete(request, progress)
+        }
     }
 }

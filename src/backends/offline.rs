@@ -6,7 +6,7 @@ use super::backend::{
     BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, ReplyInput, RequestKind,
     stream_words,
 };
-use crate::memory::{Role, SummaryInput};
+use crate::memory::{ActionStep, Origin, Role, SummaryInput};
 
 /// Joins the player's statements inside an offline summary.
 const STATEMENT_SEPARATOR: &str = " | ";
@@ -17,7 +17,8 @@ const STATEMENT_CHARS: usize = 160;
 ///
 /// - Its **replies** say plainly that no model is connected, then repeat what its
 ///   memory holds, so memory can be watched working offline.
-/// - Its **summaries** are an extractive digest: the player's own statements, merged
+/// - Its **summaries** are an extractive digest: the player's own statements and
+///   the results of actions the NPC took (`[ECHO-7 did open_door]: …`), merged
 ///   with the previous digest, oldest dropped first (but never the very first) once
 ///   the digest would exceed `max_summary_chars`. A statement of a speaker other
 ///   than the default player is written `[Name]: text`. Compactions merge the segments'
@@ -98,12 +99,21 @@ impl OfflineBackend {
             .strip_prefix(prefix.as_str())
             .map(|rest| rest.split(STATEMENT_SEPARATOR).map(Arc::from).collect())
             .unwrap_or_default();
-        for message in input.transcript.iter().filter(|m| m.role == Role::User) {
+        for message in &input.transcript {
             let mut statement = shorten(&message.content, STATEMENT_CHARS);
-            // The digest is the player's words; another speaker's carry its name,
-            // so co-op players and NPCs are never merged into the player.
-            if let Some(speaker) = message.speaker.as_ref().filter(|s| !s.is_player()) {
-                statement = format!("[{}]: {statement}", speaker.name());
+            match (&message.origin, message.role) {
+                // What the NPC did is remembered too, under its own name.
+                (Origin::Acted(note), _) if note.step == ActionStep::Done => {
+                    statement = format!("[{} did {}]: {statement}", input.npc_name, note.name);
+                }
+                (_, Role::User) => {
+                    // The digest is the player's words; another speaker's carry its
+                    // name, so co-op players and NPCs are never merged into the player.
+                    if let Some(speaker) = message.speaker.as_ref().filter(|s| !s.is_player()) {
+                        statement = format!("[{}]: {statement}", speaker.name());
+                    }
+                }
+                _ => continue,
             }
             let statement: Arc<str> = statement.into();
             if !statement.is_empty() && !statements.contains(&statement) {
@@ -235,6 +245,31 @@ mod tests {
         assert_eq!(
             second,
             "Player: Hi, I'm Alex. Fixing the power. | I'm in storage."
+        );
+    }
+
+    #[test]
+    fn the_digest_keeps_what_the_npc_did_but_not_its_calls_or_refusals() {
+        let note = |step| {
+            let note = crate::memory::ActionNote {
+                name: "open_door".into(),
+                call: "c1".into(),
+                step,
+            };
+            Origin::Acted(Arc::new(note))
+        };
+        let mut transcript = vec![
+            message(Role::User, "Open the reactor door.", 0),
+            message(Role::System, r#"{"door":"reactor"}"#, 1),
+            message(Role::System, "It slid open.", 2),
+            message(Role::System, "The vault stays shut.", 3),
+        ];
+        transcript[1].origin = note(ActionStep::Called);
+        transcript[2].origin = note(ActionStep::Done);
+        transcript[3].origin = note(ActionStep::Refused);
+        assert_eq!(
+            OfflineBackend::default().digest(&input("", transcript)),
+            "Player: Open the reactor door. | [ECHO-7 did open_door]: It slid open."
         );
     }
 

@@ -1,6 +1,9 @@
 //! Seeing memory work: a report per NPC (always available, engine data only), the
 //! egui panel that shows it live (feature `debug-ui`), telemetry, and usage figures.
 
+mod action_rows;
+#[cfg(feature = "debug-ui")]
+mod actions;
 #[cfg(feature = "debug-ui")]
 mod knowledge;
 #[cfg(feature = "debug-ui")]
@@ -16,6 +19,7 @@ mod section;
 pub use crate::plugin::{
     LlmUsage, TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile, UsageStats, diagnostics,
 };
+pub use action_rows::ActionRow;
 #[cfg(feature = "debug-ui")]
 pub use panel::{NpcMemoryDebugPlugin, NpcMemoryDebugState};
 pub use report::{

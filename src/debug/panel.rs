@@ -265,6 +265,7 @@ fn draw_panel(
                     );
                     super::layered::draw(ui, &report, &focus);
                     super::knowledge::draw(ui, &report, sources.lore.as_deref(), &focus);
+                    super::actions::draw(ui, &report, &focus);
                     DebugSection::FullLog.show(
                         ui,
                         format!("L2 full log: {} messages", report.log.len()),

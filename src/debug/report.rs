@@ -4,6 +4,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
+use super::action_rows::ActionRow;
 use crate::backends::Purpose;
 use crate::memory::{
     ContextMemory, FactSource, FactStatus, LogIndex, MemoryConfig, NpcId, RecallReason, Role,
@@ -151,6 +152,8 @@ pub struct NpcMemoryReport {
     pub prompt_tokens: Option<(usize, Option<usize>)>,
     /// The messages recalled into the last reply prompt.
     pub recalled: Vec<RecalledRow>,
+    /// The actions the NPC took, oldest first, each with what came of it.
+    pub actions: Vec<ActionRow>,
 }
 
 /// What an NPC knows beyond its own conversation, split by how it came to know it.
@@ -326,6 +329,7 @@ impl NpcMemoryReport {
                         .collect()
                 })
                 .unwrap_or_default(),
+            actions: super::action_rows::action_rows(log),
         })
     }
 

@@ -20,6 +20,8 @@ pub enum DebugSection {
     /// What the NPC saw, heard (with the chain of tellers), keeps private, and the
     /// lore it can see.
     Knowledge,
+    /// The actions the NPC took, turn by turn, with what came of each.
+    Actions,
     /// L2: the full log, searchable.
     FullLog,
     /// What went wrong and how memory coped.

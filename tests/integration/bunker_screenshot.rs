@@ -107,30 +107,85 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
         "not blank: {} distinct colours",
         colours.len()
     );
-    // The debug panel (right) differs from the bunker floor it covers (top left).
-    let panel = mean(&pixels, width, 860..1240, 120..500);
-    let floor = mean(&pixels, width, 560..760, 120..300);
-    let difference: f64 = panel.iter().zip(floor).map(|(a, b)| (a - b).abs()).sum();
-    assert!(difference > 15.0, "panel {panel:?} vs floor {floor:?}");
+    // The debug panel (right) is full of text, where the bare floor has none.
+    let bright = |x: std::ops::Range<u32>, y: std::ops::Range<u32>| {
+        let area = (x.len() * y.len()) as f64;
+        let lit = y
+            .flat_map(|row| x.clone().map(move |col| (row * width + col) as usize))
+            .filter(|&i| pixels[i].iter().all(|c| *c > 120))
+            .count();
+        lit as f64 / area
+    };
+    let (panel, floor) = (bright(860..1240, 120..500), bright(565..640, 200..300));
+    assert!(
+        panel > 0.01 && floor == 0.0,
+        "bright pixels: panel {panel}, floor {floor}"
+    );
+    // The scene shows what the NPCs did: ECHO-7 opened the reactor door (its panel
+    // slid up, the doorway is dark) and RUSTY-3 repaired the generator (its lamp
+    // turned green; the vents' lamp below it stays red).
+    let doorway = mean(&pixels, width, 652..688, 50..90);
+    assert!(
+        doorway.iter().all(|c| *c < 40.0),
+        "the reactor doorway {doorway:?}"
+    );
+    let [r, g, _] = mean(&pixels, width, 655..665, 205..215);
+    assert!(g > 150.0 && r < 100.0, "the generator's lamp {:?}", [r, g]);
+    let [r, g, _] = mean(&pixels, width, 655..665, 229..239);
+    assert!(r > 150.0 && g < 100.0, "the vents' lamp {:?}", [r, g]);
 
     // The autoplay reached the point the scene shows: the intro left ECHO-7's window
     // while its summary still names Alex.
     let events = crate::support::read_trace(&trace);
-    let last = events
+    let echo_replies: Vec<&Vec<serde_json::Value>> = events
         .iter()
-        .rfind(|e| e["event"] == "request" && e["purpose"] == "reply" && e["npc"] == "echo7")
-        .unwrap();
-    let messages = last["messages"].as_array().unwrap();
+        .filter(|e| e["event"] == "request" && e["purpose"] == "reply" && e["npc"] == "echo7")
+        .map(|e| e["messages"].as_array().unwrap())
+        .collect();
+    let asked = |line: &str| {
+        *echo_replies
+            .iter()
+            .rfind(|m| m.last().unwrap()["content"] == line)
+            .unwrap_or_else(|| panic!("no request of ECHO-7 ends with {line:?}"))
+    };
+    let messages = asked("Anything new from the night shift?");
     assert!(messages[0]["content"].as_str().unwrap().contains("Alex"));
     assert!(
         messages[1..]
             .iter()
             .all(|m| m["content"] != "Hello, I'm Alex. I'm here to fix the power system.")
     );
-    // Then the shift change: ECHO-7's last request holds what RUSTY-3 told it, and
-    // who told it, but not the line the player asked RUSTY-3 to keep secret.
+    // Then the shift change: ECHO-7's request holds what RUSTY-3 told it, and who
+    // told it, but not the line the player asked RUSTY-3 to keep secret.
     let prompt = serde_json::to_string(messages).unwrap();
     assert!(prompt.contains("RUSTY-3") && prompt.contains("coolant pump"));
     assert!(!prompt.contains("storage key"));
+    // Then a turn of actions: ECHO-7's follow-up request holds the player's line,
+    // its call and what came of it, in that order.
+    let follow_up = echo_replies
+        .iter()
+        .find(|m| {
+            m.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("The action open_door was done")
+        })
+        .expect("ECHO-7 was asked to follow up on opening the door");
+    let tail: Vec<&str> = follow_up[follow_up.len() - 3..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(tail[0], "ECHO-7, open the reactor door for me.");
+    assert!(
+        tail[1].starts_with("You used the action open_door"),
+        "{tail:?}"
+    );
+    assert!(
+        tail[2].ends_with(r#""The reactor door slid open.""#),
+        "{tail:?}"
+    );
+    // Once the turn is summarized, the summary keeps what ECHO-7 did.
+    let last = echo_replies.last().unwrap()[0]["content"].as_str().unwrap();
+    assert!(last.contains("did open_door"), "{last}");
     std::fs::remove_dir_all(dir).ok();
 }
