@@ -1,4 +1,4 @@
-//! Telemetry: every request, response, summary update and degradation, as `tracing`
+//! Telemetry: every request, response, summary update, action and degradation, as `tracing`
 //! events and, optionally, as JSON lines in a file (the `[Memory]` log of the original ECHO-7 game).
 
 use std::fs::{File, OpenOptions};
@@ -11,13 +11,14 @@ use bevy::prelude::*;
 use serde::Serialize;
 
 use crate::backends::{Purpose, TokenUsage};
-use crate::memory::{Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger};
+use crate::memory::{ActionOutcome, Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger};
+use crate::plugin::turn::TurnId;
 
 pub use crate::trace::TELEMETRY_TARGET;
 
 /// One telemetry record. In the JSON-lines file each is one object whose `event`
 /// field names the variant: `request`, `response`, `summary_updated`, `reply_cut`,
-/// `degraded`, `deferred`, `backoff`. More may come, so matches need a `_` arm.
+/// `degraded`, `deferred`, `backoff`, `acted`. More may come, so matches need a `_` arm.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -122,6 +123,24 @@ pub enum TelemetryEvent {
         /// Whether the backend waits out the limit and retries the request itself
         /// (the HTTP client's own retries): the request is still running.
         backend_retries: bool,
+    },
+    /// An NPC called an action and it came to `outcome`; the same as
+    /// [`NpcActed`](crate::prelude::NpcActed), for traces.
+    Acted {
+        /// Who acted.
+        npc: NpcId,
+        /// The turn it acted in.
+        turn: TurnId,
+        /// The model's id for the call.
+        call_id: String,
+        /// The action's name, as the model called it.
+        name: String,
+        /// The arguments as the model wrote them.
+        arguments: String,
+        /// What came of it: `{"done": "…"}`, `{"refused": "…"}` or `{"failed": "…"}`.
+        outcome: ActionOutcome,
+        /// The index of the result's entry in the NPC's log.
+        index: LogIndex,
     },
     /// Memory lost quality.
     Degraded {
@@ -363,6 +382,16 @@ fn log_event(event: &TelemetryEvent) {
         TelemetryEvent::ReplyCut { npc, chars, kept } => tracing::warn!(
             target: TELEMETRY_TARGET, %npc, chars, kept,
             "[Memory] a runaway reply was cut to the reply limit"
+        ),
+        TelemetryEvent::Acted {
+            npc,
+            turn,
+            name,
+            outcome,
+            ..
+        } => tracing::info!(
+            target: TELEMETRY_TARGET, %npc, turn = turn.get(), action = %name, %outcome,
+            "[Memory] acted"
         ),
         TelemetryEvent::Degraded { npc, reason, .. } => tracing::warn!(
             target: TELEMETRY_TARGET, %npc, %reason, "[Memory] degraded"

@@ -262,6 +262,77 @@ fn calls_that_fail_a_check_are_refused_before_any_game_code_runs() {
 }
 
 #[test]
+fn the_debug_report_and_the_trace_show_each_action_under_its_turn() {
+    let trace = temp_dir("actions-trace").join("trace.jsonl");
+    let backend = ScriptedBackend::new();
+    backend
+        .push_calls(
+            "",
+            vec![
+                call("c1", "open_door", r#"{"door": "north"}"#),
+                call("c2", "open_door", r#"{"door": "vault"}"#),
+            ],
+        )
+        .push_reply("North is open; the vault stays shut.");
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_trace_file(&trace),
+    );
+    h.app
+        .init_resource::<Handled>()
+        .register_npc_action(open_door)
+        .set_npc_action_veto(no_vault);
+    h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+    h.say("echo7", "Open the north door and the vault.");
+    h.wait_for_replies(1);
+    h.settle();
+
+    let rows: Vec<_> = h
+        .report("echo7")
+        .actions
+        .into_iter()
+        .map(|row| (row.turn_line, row.name, row.arguments, row.outcome))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                Some(0),
+                "open_door".to_owned(),
+                r#"{"door": "north"}"#.to_owned(),
+                Some((ActionStep::Done, "The north door slides open.".to_owned()))
+            ),
+            (
+                Some(0),
+                "open_door".to_owned(),
+                r#"{"door": "vault"}"#.to_owned(),
+                Some((ActionStep::Refused, "the vault stays shut".to_owned()))
+            ),
+        ]
+    );
+    drop(h);
+    let acted: Vec<_> = crate::support::read_trace(&trace)
+        .into_iter()
+        .filter(|e| e["event"] == "acted")
+        .map(|e| (e["call_id"].clone(), e["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        acted,
+        [
+            (
+                "c1".into(),
+                serde_json::json!({"done": "The north door slides open."})
+            ),
+            (
+                "c2".into(),
+                serde_json::json!({"refused": "the vault stays shut"})
+            ),
+        ]
+    );
+}
+
+#[test]
 fn a_saved_game_keeps_the_action_history() {
     let (mut h, _, _) = opened_door();
     let path = temp_dir("actions-save").join("slot.json");

@@ -65,15 +65,18 @@ impl Dialogue<'_, '_> {
             // Each call's entry is followed by its result's, last in the log.
             let entries = &acted.indices[acted.indices.len() - 2 * records.len()..];
             for (record, pair) in records.into_iter().zip(entries.chunks(2)) {
-                self.out.acted(NpcActed {
-                    npc: npc.clone(),
-                    turn,
-                    call_id: record.call.id,
-                    name: record.call.name,
-                    arguments: record.call.arguments,
-                    outcome: record.outcome,
-                    index: pair[1],
-                });
+                self.out.acted(
+                    &self.telemetry,
+                    NpcActed {
+                        npc: npc.clone(),
+                        turn,
+                        call_id: record.call.id,
+                        name: record.call.name,
+                        arguments: record.call.arguments,
+                        outcome: record.outcome,
+                        index: pair[1],
+                    },
+                );
             }
             self.report_overflow(&npc, acted.overflow);
             self.actions.count_round(&npc, turn);

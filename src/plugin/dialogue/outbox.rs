@@ -88,7 +88,16 @@ impl Outbox<'_, '_> {
 
     /// An action's call and result are in memory: the game hears what the NPC
     /// did. The NPC keeps thinking: its turn goes on.
-    pub(crate) fn acted(&mut self, message: NpcActed) {
+    pub(crate) fn acted(&mut self, telemetry: &Telemetry, message: NpcActed) {
+        telemetry.emit(TelemetryEvent::Acted {
+            npc: message.npc.clone(),
+            turn: message.turn,
+            call_id: message.call_id.clone(),
+            name: message.name.clone(),
+            arguments: message.arguments.clone(),
+            outcome: message.outcome.clone(),
+            index: message.index,
+        });
         self.on_entities(
             &message.npc,
             |commands, entity| commands.trigger(Acted::new(entity, message.clone())),
