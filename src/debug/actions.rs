@@ -5,7 +5,7 @@ use bevy_egui::egui;
 
 use super::report::NpcMemoryReport;
 use super::section::DebugSection;
-use crate::memory::ActionStep;
+use crate::memory::{ActionStep, first_chars};
 
 pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, focus: &[DebugSection]) {
     let turns = report
@@ -41,23 +41,18 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, focus: &[DebugSe
                                 _ => egui::Color32::LIGHT_RED,
                             };
                             let word = format!("{step:?}").to_lowercase();
-                            (colour, format!("{word}: {}", first(text, 160)))
+                            (colour, format!("{word}: {}", first_chars(text, 160)))
                         }
                     };
                     ui.label(format!(
                         "#{} {}({})",
                         action.index,
                         action.name,
-                        first(&action.arguments, 120)
+                        first_chars(&action.arguments, 120)
                     ));
                     ui.colored_label(colour, format!("   -> {outcome}"));
                 }
             }
         },
     );
-}
-
-/// The first `max` characters, for a row that must stay one line.
-fn first(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
 }

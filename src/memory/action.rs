@@ -237,14 +237,6 @@ impl ActionNote {
     }
 }
 
-/// The first `max` characters of `text`, cut at a character boundary.
-pub(crate) fn first_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => &text[..cut],
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +279,5 @@ mod tests {
         assert!(is_action_name("open_door"));
         assert!(!is_action_name("open door"));
         assert!(!is_action_name(""));
-        assert_eq!(first_chars("héllo", 2), "hé");
     }
 }

@@ -95,4 +95,4 @@ pub use validation::{
 pub use window::RollingWindow;
 
 pub(crate) use assembly::player_label_if_mixed;
-pub(crate) use text::{CaselessPrefix, shorten_to_chars};
+pub(crate) use text::{CaselessPrefix, first_chars, shorten_to_chars};

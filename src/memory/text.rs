@@ -101,6 +101,14 @@ impl CaselessPrefix {
     }
 }
 
+/// The first `max` characters of `text`, cut at a character boundary.
+pub(crate) fn first_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => &text[..cut],
+        None => text,
+    }
+}
+
 /// `text` cut to at most `max_chars` characters, with `…` marking a cut. Text from
 /// outside (error messages, model output kept in a save) goes through this before
 /// it is stored, so nothing a server sends can grow a save without bound.
@@ -155,6 +163,7 @@ mod tests {
         assert_eq!(shorten_to_chars("héllo", 3), "hé…");
         assert_eq!(shorten_to_chars("👩‍👩‍👧", 2), "👩…");
         assert_eq!(shorten_to_chars("abc", 0), "…");
+        assert_eq!(first_chars("héllo", 2), "hé");
     }
 
     proptest! {
@@ -171,6 +180,9 @@ mod tests {
             prop_assert_eq!(has_line_break(&text), text.chars().any(is_line_break));
             let short = shorten_to_chars(&text, max);
             prop_assert!(short.chars().count() <= max.max(1));
+            let head = first_chars(&text, max);
+            prop_assert!(text.starts_with(head));
+            prop_assert_eq!(head.chars().count(), text.chars().count().min(max));
             let mut flat = String::new();
             push_one_line(&mut flat, &text);
             prop_assert!(!flat.chars().any(is_line_break));

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use super::super::action::{
     ActionCall, ActionNote, ActionOutcome, ActionStep, MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS,
-    MAX_CALL_ID_CHARS, first_chars,
+    MAX_CALL_ID_CHARS,
 };
 use super::super::clock::Now;
 use super::super::context::Degradation;
 use super::super::message::{LogIndex, PromptMessage, Role};
 use super::super::origin::Origin;
 use super::super::summary::SummaryJob;
+use super::super::text::first_chars;
 use super::{LayersMut, ReplyInput};
 
 /// One action of a round, as it ended: the model's call and what came of it.

@@ -298,10 +298,7 @@ impl NpcRequests {
             .as_mut()
             .filter(|r| r.ticket.id == task)?;
         let room = max_chars.saturating_sub(reply.streamed_chars);
-        let piece = match piece.char_indices().nth(room) {
-            Some((cut, _)) => piece[..cut].to_owned(),
-            None => piece,
-        };
+        let piece = crate::memory::first_chars(&piece, room).to_owned();
         if piece.is_empty() {
             return None;
         }
