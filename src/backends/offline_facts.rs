@@ -41,12 +41,10 @@ pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String
                 .map_or(FactKey::PLAYER_NAME, SpeakerId::fact_key);
             facts.push(json!({"key": key.as_str(), "value": name, "evidence": [message.index]}));
         }
-        if let Some(goal) = after_cue(&message.content, &GOAL_MATCHERS).map(first_clause) {
-            if !goal.is_empty() {
-                facts.push(
-                    json!({"key": "current_goal", "value": goal, "evidence": [message.index]}),
-                );
-            }
+        if let Some(goal) = after_cue(&message.content, &GOAL_MATCHERS).map(first_clause)
+            && !goal.is_empty()
+        {
+            facts.push(json!({"key": "current_goal", "value": goal, "evidence": [message.index]}));
         }
     }
     json!({"summary": digest, "facts": facts}).to_string()

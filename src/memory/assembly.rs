@@ -462,7 +462,7 @@ fn summary_items(
     match source {
         // Part of the persona's text, not a section of its own.
         SummarySource::Labelled(_) => Vec::new(),
-        SummarySource::Rolling(text) if text.is_empty() => Vec::new(),
+        SummarySource::Rolling("") => Vec::new(),
         SummarySource::Rolling(text) => {
             let line = format!("- {}", quote(text));
             vec![Item::plain(estimate_tokens(&line) + 1, line, 0)]

@@ -155,7 +155,7 @@ impl MemoryConfig {
 }
 
 /// The token budget of a reply prompt and how its flexible part is shared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(Debug, PartialEq, Default, Clone)]
 #[serde(default)]
@@ -165,15 +165,6 @@ pub struct PromptBudget {
     /// How the room left after the persona, the facts and the uncovered messages is
     /// shared before leftovers are handed on.
     pub shares: SectionShares,
-}
-
-impl Default for PromptBudget {
-    fn default() -> Self {
-        Self {
-            max_tokens: None,
-            shares: SectionShares::default(),
-        }
-    }
 }
 
 /// Shares of the flexible room. They need not add up to one: each is a first claim,

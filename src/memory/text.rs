@@ -38,7 +38,7 @@ pub(crate) fn has_line_break(text: &str) -> bool {
     let mut chunks = bytes.chunks_exact(8);
     // For ASCII bytes, `(x - 0x0e..) & !x & 0x80..` is non-zero exactly when one
     // of the eight is below 0x0e.
-    let low = (&mut chunks).any(|chunk| {
+    let low = chunks.any(|chunk| {
         let x = u64::from_ne_bytes(chunk.try_into().expect("eight bytes"));
         x.wrapping_sub(ONES * 0x0e) & !x & TOPS != 0
     });

@@ -79,7 +79,7 @@ fn every_range_must_lie_in_the_log() {
     bad.covered_until = u64::MAX;
     assert_eq!(refused(&bad), "covered_until");
     let mut bad = parts();
-    bad.history[0].covered = 5..2;
+    bad.history[0].covered = std::ops::Range { start: 5, end: 2 };
     assert_eq!(refused(&bad), "history[0].covered");
     let mut bad = parts();
     bad.history[0].attempts = 0;

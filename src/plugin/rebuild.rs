@@ -61,6 +61,8 @@ pub struct NpcMemoryLoads {
 }
 
 /// Where a load came from.
+// One per load, moved a few times: boxing the file's details would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum LoadSource {
     /// `LoadMemory`: the path asked for, the file read, why a backup was used and

@@ -361,7 +361,7 @@ fn a_runaway_reply_is_cut_at_the_reply_limit_and_the_cut_is_traced() {
     h.say("echo7", "Talk forever.");
     h.wait_for_replies(1);
     let expected: String = runaway.chars().take(50).collect();
-    assert_eq!(h.replies("echo7"), [expected.clone()]);
+    assert_eq!(h.replies("echo7"), std::slice::from_ref(&expected));
     assert_eq!(
         h.streamed(),
         expected,

@@ -321,7 +321,7 @@ impl SaveState {
         let Some(index) = self
             .queue
             .iter()
-            .position(|job| !self.reads.contains_key(&job.path) && !(job.autosave && self.loading))
+            .position(|job| !(self.reads.contains_key(&job.path) || job.autosave && self.loading))
         else {
             return;
         };
