@@ -170,14 +170,21 @@ impl Layers<'_> {
         self.contexts.0.contains_key(npc)
     }
 
-    /// Whether the NPC's window is one exchange (a line and its reply) from its
-    /// hard cap, past which unsummarized messages would leave the prompt.
+    /// Whether the NPC's window has used half the room between its size and its
+    /// hard cap (at least up to one exchange from the cap), past which
+    /// unsummarized messages would leave the prompt. Half, not the last exchange:
+    /// under a spent budget the summary may wait a while for its turn.
     /// Read-only, so it marks nothing changed.
-    pub(crate) fn window_nearly_full(&self, npc: &NpcId) -> bool {
+    pub(crate) fn window_near_cap(&self, npc: &NpcId) -> bool {
         let (Some(window), Some(log)) = (self.windows.0.get(npc), self.logs.0.get(npc)) else {
             return false;
         };
-        window.len(log) + 1 >= window.hard_cap()
+        let room = window.hard_cap().saturating_sub(window.len(log));
+        let margin = window
+            .hard_cap()
+            .saturating_sub(window.max_context_window())
+            / 2;
+        room <= margin.max(1)
     }
 
     pub(crate) fn get_mut(&mut self, npc: &NpcId) -> Option<LayersMut<'_>> {

@@ -506,6 +506,63 @@ fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
     assert!(!dropped, "nothing left the prompt unsummarized");
 }
 
+/// Under a spent budget, waiting summaries go in order of need, not of arrival:
+/// the NPC whose window nears its hard cap is summarized first, so nothing leaves
+/// its prompt while summaries of roomy windows wait. Found by
+/// `examples/scheduler_bench.rs`, where first-come order let 5 windows overflow.
+#[test]
+fn the_summary_of_a_window_near_its_hard_cap_goes_before_older_ones() {
+    let backend = Recording::default();
+    let plugin = NpcMemoryPlugin::default()
+        .with_backend(backend.clone())
+        .with_settings(settings(|s| {
+            // Six requests a minute, summaries at most three of them.
+            s.schedule.requests_per_minute = Some(6);
+            s.schedule.reply_reserve = 0.5;
+        }));
+    let mut h = simulated(plugin);
+    // Three quiet NPCs: one line each, in one frame. Their replies spend the
+    // summaries' share, so their summaries (due after two messages) wait, oldest
+    // first.
+    for npc in ["q1", "q2", "q3", "busy"] {
+        h.spawn(npc, persona(npc));
+    }
+    for npc in ["q1", "q2", "q3"] {
+        h.say(npc, &format!("Hello from {npc}."));
+    }
+    settle(&mut h, &backend);
+    // The busy NPC's three lines spend the rest of the minute; its window (4,
+    // hard cap 8) holds six unsummarized messages: two from the cap.
+    for line in 0..3 {
+        h.say("busy", &format!("Busy line {line}."));
+        settle(&mut h, &backend);
+    }
+    assert_eq!(h.inbox::<NpcReplied>().len(), 6);
+    assert!(backend.summaries().is_empty(), "the budget is spent");
+
+    advance(&mut h, Duration::from_secs(61));
+    settle(&mut h, &backend);
+    let order: Vec<String> = backend
+        .summaries()
+        .iter()
+        .map(|r| r.npc.to_string())
+        .collect();
+    assert_eq!(order.first().map(String::as_str), Some("busy"), "{order:?}");
+    // It has room again: two more exchanges leave nothing unsummarized.
+    for line in 3..5 {
+        h.say("busy", &format!("Busy line {line}."));
+        settle(&mut h, &backend);
+    }
+    advance(&mut h, Duration::from_secs(61));
+    settle(&mut h, &backend);
+    check_invariant_of(&h, &["q1", "q2", "q3", "busy"]);
+    let overflowed = h
+        .inbox::<NpcMemoryDegraded>()
+        .iter()
+        .any(|d| matches!(d.degradation, Degradation::WindowOverflow { .. }));
+    assert!(!overflowed, "no window reached its hard cap");
+}
+
 #[test]
 fn a_rising_tier_sends_a_held_back_summary_at_once() {
     let (mut h, backend) = background_npc_held_for_an_hour();
@@ -551,8 +608,12 @@ fn tier(t: u8) -> MemoryTier {
 /// Every message that left an NPC's prompt is covered by its summary, or was
 /// reported dropped past the hard cap.
 fn check_invariant(h: &Harness) {
+    check_invariant_of(h, &NPCS);
+}
+
+fn check_invariant_of(h: &Harness, npcs: &[&str]) {
     let world = h.app.world();
-    for npc in NPCS {
+    for &npc in npcs {
         let id = NpcId::new(npc);
         let start = world.resource::<RollingWindows>().get(&id).unwrap().start();
         let covered = world

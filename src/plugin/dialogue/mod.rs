@@ -178,21 +178,21 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     /// Queues a summary that became due; it is built when the scheduler sends it.
-    /// Without one, a summary the NPC has held back goes now if its window is full:
-    /// past the hard cap messages would leave the prompt unsummarized.
+    /// Once the NPC's window nears its hard cap, its waiting summary goes now and
+    /// before other summaries: past the cap messages would leave the prompt
+    /// unsummarized.
     fn send_summary(&mut self, npc: &NpcId, job: Option<SummaryJob>) {
-        let Some(job) = job else {
-            if self.scheduler.holds_back(npc) && self.layers.window_nearly_full(npc) {
-                self.scheduler.hurry(npc);
-            }
-            return;
-        };
-        let tokens = estimate_prompt_tokens(&job.messages) as u64;
-        let ticket = self.bridge.reserve();
-        let settings = &self.settings.schedule;
-        self.scheduler
-            .queue_summary(npc, ticket.id, job.id, tokens, settings);
-        self.requests.start_summary(npc, ticket, job.id);
+        if let Some(job) = job {
+            let tokens = estimate_prompt_tokens(&job.messages) as u64;
+            let ticket = self.bridge.reserve();
+            let settings = &self.settings.schedule;
+            self.scheduler
+                .queue_summary(npc, ticket.id, job.id, tokens, settings);
+            self.requests.start_summary(npc, ticket, job.id);
+        }
+        if self.layers.window_near_cap(npc) {
+            self.scheduler.press(npc);
+        }
     }
 
     fn trace_request(&self, request: &ChatRequest) {

@@ -89,6 +89,8 @@ struct WaitingSummary {
     since: Duration,
     not_before: Duration,
     tokens: u64,
+    /// Its NPC's window is close to the hard cap.
+    pressing: bool,
 }
 
 /// The scheduler's state, read-only for games: what waits, what the budget allows,
@@ -214,6 +216,7 @@ impl NpcMemoryScheduler {
             since: self.now,
             not_before,
             tokens,
+            pressing: false,
         };
         self.push_summary(npc, waiting, tier);
     }
@@ -224,9 +227,9 @@ impl NpcMemoryScheduler {
             task: waiting.task,
             kind: WorkKind::Summary(waiting.job),
         };
-        waiting.seq = self.policy.queue.push(
+        waiting.seq = self.policy.queue.push_ranked(
             self.now,
-            Class::Summary,
+            (Class::Summary, waiting.pressing),
             tier,
             waiting.not_before,
             waiting.tokens,
@@ -246,11 +249,19 @@ impl NpcMemoryScheduler {
         self.push_summary(npc, waiting, self.tier(npc));
     }
 
-    /// Whether the NPC has a summary held back for later.
-    pub(crate) fn holds_back(&self, npc: &NpcId) -> bool {
-        self.summaries
-            .get(npc)
-            .is_some_and(|w| w.not_before > self.now)
+    /// The NPC's window is close to its hard cap: its waiting summary goes now,
+    /// before every other summary, so that no message leaves the prompt
+    /// unsummarized while summaries of roomier windows wait for the budget.
+    pub(crate) fn press(&mut self, npc: &NpcId) {
+        let Some(mut waiting) = self.summaries.get(npc).copied() else {
+            return;
+        };
+        if waiting.pressing {
+            return;
+        }
+        waiting.pressing = true;
+        waiting.not_before = waiting.not_before.min(self.now);
+        self.push_summary(npc, waiting, self.tier(npc));
     }
 
     /// The next request to send now, if the budget and rate limits allow.
@@ -340,6 +351,7 @@ impl NpcMemoryScheduler {
             since: self.now,
             not_before: self.now,
             tokens: 0,
+            pressing: false,
         };
         self.push_summary(npc, waiting, self.tier(npc));
     }

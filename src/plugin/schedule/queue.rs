@@ -1,5 +1,6 @@
-//! The order work is sent in, in plain Rust: replies before summaries, then by the
-//! NPC's tier, then first come first served; work may also wait for a moment to
+//! The order work is sent in, in plain Rust: replies before summaries, then
+//! summaries whose NPC's window is close to its hard cap, then by the NPC's tier,
+//! then first come first served; work may also wait for a moment to
 //! come before it competes at all. Pushing and taking cost O(log n); nothing here
 //! looks at work that is neither due nor on top.
 
@@ -22,6 +23,8 @@ pub(crate) enum Class {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Rank {
     class: Class,
+    /// A summary that must go before its window reaches the hard cap.
+    pressing: bool,
     urgency: u8,
     /// Earlier pushes first among equals.
     order: Reverse<u64>,
@@ -114,6 +117,20 @@ impl<W> WorkQueue<W> {
         tokens: u64,
         work: W,
     ) -> u64 {
+        self.push_ranked(now, (class, false), tier, not_before, tokens, work)
+    }
+
+    /// [`push`](Self::push), for a summary that is `pressing` when its NPC's
+    /// window is close to the hard cap: it goes before every other summary.
+    pub(crate) fn push_ranked(
+        &mut self,
+        now: Duration,
+        (class, pressing): (Class, bool),
+        tier: MemoryTier,
+        not_before: Duration,
+        tokens: u64,
+        work: W,
+    ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         let entry = Entry {
@@ -123,6 +140,7 @@ impl<W> WorkQueue<W> {
             work,
             rank: Rank {
                 class,
+                pressing,
                 urgency: tier.urgency(),
                 order: Reverse(seq),
             },
@@ -279,5 +297,35 @@ mod tests {
         // Once both compete, the one queued first goes first.
         assert_eq!(drain(&mut q), ["held", "sooner"]);
         assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn a_pressing_summary_overtakes_every_other_summary_but_no_reply() {
+        let mut q = WorkQueue::default();
+        let now = secs(1);
+        let summary = (Class::Summary, false);
+        q.push_ranked(now, summary, MemoryTier::Foreground, now, 1, "fg summary");
+        q.push_ranked(now, summary, MemoryTier::Background, now, 1, "bg summary");
+        let pressing = (Class::Summary, true);
+        q.push_ranked(
+            now,
+            pressing,
+            MemoryTier::Background,
+            now,
+            1,
+            "bg, full window",
+        );
+        q.push_ranked(
+            now,
+            (Class::Reply, false),
+            MemoryTier::Background,
+            now,
+            1,
+            "bg reply",
+        );
+        assert_eq!(
+            drain(&mut q),
+            ["bg reply", "bg, full window", "fg summary", "bg summary"]
+        );
     }
 }

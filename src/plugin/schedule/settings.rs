@@ -46,8 +46,9 @@ pub struct ScheduleSettings {
     pub reply_reserve: f32,
     /// How long a [`Background`](MemoryTier::Background) NPC's summary waits before
     /// it competes for a request. Lines that arrive meanwhile join it, so one
-    /// request covers them all. It goes at once when the NPC's window reaches its
-    /// hard cap, or when the NPC's tier rises.
+    /// request covers them all. It goes at once when the NPC's tier rises, and at
+    /// once and before other summaries when the NPC's window has used half the
+    /// room between its size and its hard cap.
     pub background_delay: Duration,
     /// The tier of NPCs for which neither the game nor the persona sets one.
     pub default_tier: MemoryTier,
