@@ -5,6 +5,7 @@ use std::time::Duration;
 use bevy::prelude::*;
 
 use super::schedule::ScheduleSettings;
+use super::tier_memory::TierMemory;
 use crate::memory::{LoreLimits, MemoryConfig};
 
 /// Settings of the whole plugin. Change the resource at run time to affect NPCs
@@ -40,6 +41,12 @@ pub struct NpcMemorySettings {
     /// When requests go: a per-minute budget, the pause after rate limits, and
     /// how long background NPCs' summaries wait. Unlimited by default.
     pub schedule: ScheduleSettings,
+    /// Memory per tier for every NPC, e.g. a larger summary threshold and no
+    /// pinned facts in the background, so a crowd costs less without editing each
+    /// persona. A persona's own `tiers` entry replaces the plugin's for that tier.
+    /// A tier that does not fit a persona (a threshold above its window's hard
+    /// cap) is left out for that persona, with a warning.
+    pub tiers: TierMemory,
     /// Rounds of actions one turn may take: each round is a reply that calls
     /// actions and the follow-up request that tells the model what came of them.
     /// Past it, requests offer no actions, so the NPC has to answer in words.
@@ -62,6 +69,7 @@ impl Default for NpcMemorySettings {
             collect_budget: Duration::from_micros(500),
             lore: LoreLimits::default(),
             schedule: ScheduleSettings::default(),
+            tiers: TierMemory::default(),
             max_action_rounds: 2,
             action_timeout: Duration::from_secs(10),
         }

@@ -121,6 +121,19 @@ impl TierMemory {
         }
     }
 
+    /// These settings, with `fallback`'s for each tier these leave empty: a
+    /// persona's own tiers over the plugin's
+    /// ([`NpcMemorySettings::tiers`](crate::prelude::NpcMemorySettings::tiers)).
+    pub fn or(&self, fallback: &TierMemory) -> TierMemory {
+        let mut merged = self.clone();
+        for tier in TIERS {
+            if merged.get(tier).is_empty() {
+                *merged.get_mut(tier) = fallback.get(tier).clone();
+            }
+        }
+        merged
+    }
+
     /// `persona`'s configuration (defaults and persona applied) in `tier`.
     pub fn config(&self, persona: &MemoryConfig, tier: MemoryTier) -> MemoryConfig {
         let mut config = persona.clone();

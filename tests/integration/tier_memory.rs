@@ -227,3 +227,55 @@ fn a_new_default_tier_reaches_npcs_that_follow_it() {
     say(&mut h, "Do you sell fuses?");
     assert!(backend.summaries().is_empty());
 }
+
+/// A persona with no tiers of its own, sized by the plugin-wide settings instead.
+const PLAIN: &str = r#"(
+    name: "Mara",
+    system_prompt: "You are Mara, a trader in the market crowd.",
+    max_context_window: 8,
+    summary_threshold: 2,
+    tier: Background,
+)"#;
+
+#[test]
+fn the_plugin_sizes_every_tier_a_persona_leaves_unset() {
+    let backend = Recording::default();
+    let mut settings = NpcMemorySettings::default();
+    settings.schedule.background_delay = Duration::ZERO;
+    settings.tiers.background = TierOverrides::default().with_summary_threshold(6);
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend.clone())
+            .with_settings(settings.clone()),
+    );
+    h.spawn("mara", Persona::from_ron(PLAIN).unwrap());
+    h.settle();
+    assert_eq!(threshold(&h), 6, "the plugin's background tier");
+    for line in ["One.", "Two."] {
+        say(&mut h, line);
+    }
+    assert!(
+        backend.summaries().is_empty(),
+        "two exchanges are not six messages"
+    );
+    say(&mut h, "Three.");
+    assert_eq!(backend.summaries().len(), 1);
+
+    // The persona's own entry for a tier wins over the plugin's.
+    let own = PLAIN.replace(
+        "tier: Background,",
+        "tier: Background, tiers: (background: (summary_threshold: 4)),",
+    );
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_settings(settings.clone()));
+    h.spawn("mara", Persona::from_ron(&own).unwrap());
+    h.settle();
+    assert_eq!(threshold(&h), 4);
+
+    // A plugin tier that does not fit a persona (threshold above its hard cap of
+    // 16) is left out for it, so its lines never leave the window unsummarized.
+    settings.tiers.background = TierOverrides::default().with_summary_threshold(40);
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_settings(settings));
+    h.spawn("mara", Persona::from_ron(PLAIN).unwrap());
+    h.settle();
+    assert_eq!(threshold(&h), 2, "the persona's own threshold");
+}

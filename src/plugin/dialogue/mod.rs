@@ -27,7 +27,7 @@ use super::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
 use super::schedule::NpcMemoryScheduler;
 use super::settings::NpcMemorySettings;
 use super::telemetry::{Telemetry, TelemetryEvent};
-use super::tier_memory::TieredMemory;
+use super::tier_memory::{TierMemory, TieredMemory};
 use super::turn::TurnId;
 use super::usage::LlmUsage;
 use crate::backends::{ChatRequest, RequestKind};
@@ -514,12 +514,33 @@ impl<'w> Dialogue<'w, '_> {
         self.scheduler.set_persona_tier(npc, persona.tier);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         let tier = self.scheduler.tier(npc);
-        let config = self.tiered.bind(npc, config, &persona.tiers, tier);
+        let tiers = self.tiers_of(npc, persona, &config);
+        let config = self.tiered.bind(npc, config, &tiers, tier);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);
             self.send_summary(npc, reconfigured.summary);
         }
         self.next_line(npc);
+    }
+
+    /// The persona's tiers over the plugin's. The persona's were checked when it
+    /// loaded; the plugin's are checked against each persona here, and dropped
+    /// for one they do not fit rather than let its lines go unsummarized.
+    fn tiers_of(&self, npc: &NpcId, persona: &Persona, config: &MemoryConfig) -> TierMemory {
+        if self.settings.tiers.is_empty() {
+            return persona.tiers.clone();
+        }
+        let merged = persona.tiers.or(&self.settings.tiers);
+        match merged.check(config) {
+            Ok(()) => merged,
+            Err(invalid) => {
+                tracing::warn!(
+                    "{npc}: the plugin's memory tiers do not fit its persona ({invalid}); \
+                     it keeps the persona's own"
+                );
+                persona.tiers.clone()
+            }
+        }
     }
 
     fn report_overflow(&mut self, npc: &NpcId, overflow: Option<Degradation>) {
