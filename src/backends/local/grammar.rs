@@ -184,7 +184,7 @@ impl Builder {
                 let minimum = schema.get("minimum").and_then(Value::as_f64);
                 let sign = match minimum {
                     None => r#""-"? "#,
-                    Some(m) if m == 0.0 => "",
+                    Some(0.0) => "",
                     Some(_) => return Err(format!("`{hint}` has a minimum other than 0")),
                 };
                 Ok(format!(
