@@ -169,3 +169,60 @@ fn odd_keys_and_empty_objects() {
     let rules = CallGrammar::new(&[spec("wave", json!({"type": "object"}))]).rules;
     assert!(rules.contains(r#"\"arguments\": " "{}" "}""#), "{rules}");
 }
+
+/// llama.cpp itself parses what the converter writes, for every construct above.
+#[test]
+fn llama_cpp_accepts_the_grammars() {
+    use std::collections::HashSet;
+    use std::path::PathBuf;
+
+    use llama_cpp_2::model::LlamaModel;
+    use llama_cpp_2::model::params::LlamaModelParams;
+    use llama_cpp_2::sampling::LlamaSampler;
+
+    use crate::backends::ActionChoice;
+    use crate::backends::local::DEFAULT_MODEL_PATH;
+    use crate::backends::local::actions::plan;
+    use crate::backends::local::worker::llama;
+    use crate::memory::{PromptMessage, Role};
+
+    let path = std::env::var_os("NPC_MEMORY_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH));
+    if !path.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no model at {}",
+            path.display()
+        );
+        eprintln!("skipped: no model at {}", path.display());
+        return;
+    }
+    let params = LlamaModelParams::default().with_vocab_only(true);
+    let model = LlamaModel::load_from_file(llama(false).unwrap(), &path, &params).unwrap();
+    let odd = spec(
+        "odd \"one\"",
+        json!({"type": "object", "properties": {
+            "qu\"o té\n": {"type": "string", "maxLength": 0},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+            "none": {"type": "array", "items": {"type": "boolean"}, "maxItems": 0},
+            "ratio": {"type": "number", "minimum": 0},
+            "kind": {"enum": ["a", 1, null, true]},
+            "fixed": {"const": "x"},
+            "tiny": {"type": "integer", "minimum": -3, "maximum": 7},
+        }}),
+    );
+    // The check means something: a broken grammar is refused, not ignored.
+    assert!(LlamaSampler::grammar(&model, "root ::= nowhere", "root").is_err());
+    assert!(LlamaSampler::grammar(&model, "root ::= [^\\x00", "root").is_err());
+    let actions = [Patrol::spec(), OpenDoor::spec(), odd];
+    let messages = [PromptMessage::new(Role::User, "Hi")];
+    for choice in [ActionChoice::Auto, ActionChoice::Required] {
+        let plan = plan(&messages, &actions, choice, &mut HashSet::new(), "t").expect("a plan");
+        assert!(
+            LlamaSampler::grammar(&model, &plan.grammar, "root").is_ok(),
+            "llama.cpp refused:\n{}",
+            plan.grammar
+        );
+    }
+}
