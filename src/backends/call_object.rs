@@ -19,7 +19,7 @@ pub(crate) fn with_instructions(
 ) -> Vec<PromptMessage> {
     let mut text = String::from(
         "You can act in the game. To act, answer with only one JSON object: \
-         {\"name\": \"<action>\", \"arguments\": {...}}.\nActions:",
+         {\"name\": action name, \"arguments\": {field: value, ...}}.\nActions:",
     );
     for action in actions {
         text.push_str(&format!(
@@ -44,16 +44,45 @@ pub(crate) fn with_instructions(
     messages
 }
 
-/// The schema without what only costs tokens: the dialect and the type's own name
-/// and docs (the action's description says it already).
+/// The arguments as a small model reads them best: one `"field": type (what it
+/// is)` per property. A schema with anything more than plain typed properties
+/// goes whole, without what only costs tokens (the dialect, the type's own name
+/// and docs, which the action's description says already).
 fn arguments_schema(parameters: &Value) -> String {
-    let mut schema = parameters.clone();
-    if let Some(object) = schema.as_object_mut() {
-        for keyword in ["$schema", "title", "description"] {
-            object.remove(keyword);
+    let fields = parameters["properties"].as_object().and_then(|properties| {
+        properties
+            .iter()
+            .map(|(name, property)| {
+                let kind = match &property["type"] {
+                    Value::String(kind) => kind.clone(),
+                    Value::Array(kinds) => kinds
+                        .iter()
+                        .map(|kind| kind.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()?
+                        .join(" or "),
+                    _ => return None,
+                };
+                let about = property["description"]
+                    .as_str()
+                    .map(|about| format!(" ({})", about.trim_end_matches('.')))
+                    .unwrap_or_default();
+                Some(format!("{}: {kind}{about}", Value::String(name.clone())))
+            })
+            .collect::<Option<Vec<_>>>()
+    });
+    match fields {
+        Some(fields) if !fields.is_empty() => fields.join(", "),
+        Some(_) => "none".to_owned(),
+        None => {
+            let mut schema = parameters.clone();
+            if let Some(object) = schema.as_object_mut() {
+                for keyword in ["$schema", "title", "description"] {
+                    object.remove(keyword);
+                }
+            }
+            schema.to_string()
         }
     }
-    schema.to_string()
 }
 
 /// Whether an answer is a call object rather than words.
@@ -85,8 +114,28 @@ mod tests {
             name: "open_door".into(),
             description: "Open a door.".into(),
             parameters: json!({"$schema": "x", "title": "OpenDoor", "type": "object",
-                "properties": {"door": {"type": "string"}}, "required": ["door"]}),
+                "properties": {"door": {"type": "string", "description": "Which door."}},
+                "required": ["door"]}),
         }
+    }
+
+    #[test]
+    fn arguments_read_as_fields_unless_the_schema_is_more() {
+        let plain =
+            json!({"properties": {"a": {"type": ["integer", "null"]}, "b": {"type": "boolean"}}});
+        assert_eq!(
+            arguments_schema(&plain),
+            r#""a": integer or null, "b": boolean"#
+        );
+        assert_eq!(
+            arguments_schema(&json!({"type": "object", "properties": {}})),
+            "none"
+        );
+        let nested = json!({"title": "T", "properties": {"to": {"$ref": "#/$defs/Spot"}}});
+        assert_eq!(
+            arguments_schema(&nested),
+            r##"{"properties":{"to":{"$ref":"#/$defs/Spot"}}}"##
+        );
     }
 
     #[test]
@@ -101,7 +150,10 @@ mod tests {
             system.starts_with("You are Echo-7.\n\nYou can act"),
             "{system}"
         );
-        assert!(system.contains(r#"- open_door: Open a door. Arguments: {"properties""#));
+        assert!(
+            system.contains(r#"- open_door: Open a door. Arguments: "door": string (Which door)"#),
+            "{system}"
+        );
         assert!(!system.contains("OpenDoor"), "{system}");
         assert!(system.ends_with("Answer with one action now."));
         assert_eq!(with[1], messages[1]);

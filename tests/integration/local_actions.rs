@@ -179,3 +179,52 @@ fn the_plugin_runs_the_handler_of_a_local_call() {
     assert_eq!(steps, [ActionStep::Called, ActionStep::Done]);
     assert_eq!(h.replies("echo7").len(), 1, "the turn ended in words");
 }
+
+/// When the model may choose, each answer is words (streamed, as usual) or one
+/// valid call (never streamed): the grammar allows nothing in between.
+#[test]
+fn in_auto_mode_answers_are_words_or_valid_calls() {
+    let Some(path) = model_path() else { return };
+    let backend = LocalLlmBackend::new(config(path).with_max_tokens(64)).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for line in [
+        "Hello! Who are you?",
+        "Open the north door, please.",
+        "Call the elevator to floor 2.",
+    ] {
+        let mut request = reply_request("You are ECHO-7, the security AI of a bunker.", line);
+        request.actions = vec![OpenDoor::spec(), CallElevator::spec()];
+        let streamed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = streamed.clone();
+        let progress = Progress::streaming(move |piece| sink.lock().unwrap().push_str(piece));
+        let response = runtime
+            .block_on(backend.complete(request, progress))
+            .unwrap_or_else(|error| panic!("{line:?} failed: {error}"));
+        let streamed = streamed.lock().unwrap().clone();
+        match response.action_calls.as_slice() {
+            [] => {
+                assert!(
+                    !response.content.trim().is_empty(),
+                    "{line:?}: {response:?}"
+                );
+                assert!(!response.content.starts_with('{'), "{response:?}");
+                assert_eq!(streamed, response.content, "the words streamed");
+                eprintln!("{line:?} -> words: {:?}", response.content);
+            }
+            [call] => {
+                let valid = match call.name.as_str() {
+                    "open_door" => OpenDoor::parse(&call.arguments).is_ok(),
+                    "call_elevator" => CallElevator::parse(&call.arguments).is_ok(),
+                    _ => false,
+                };
+                assert!(valid, "{line:?}: {call:?}");
+                assert!(
+                    streamed.is_empty(),
+                    "a call is never streamed: {streamed:?}"
+                );
+                eprintln!("{line:?} -> {} {}", call.name, call.arguments);
+            }
+            calls => panic!("{line:?}: more than one call: {calls:?}"),
+        }
+    }
+}
