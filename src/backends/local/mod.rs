@@ -7,6 +7,7 @@
 
 mod actions;
 mod config;
+mod generation;
 mod grammar;
 mod oneshot;
 mod segments;

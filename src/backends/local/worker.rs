@@ -7,10 +7,9 @@ use std::io::Read;
 use std::num::NonZeroU32;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::oneshot;
 use llama_cpp_2::context::LlamaContext;
@@ -25,14 +24,13 @@ use llama_cpp_2::{LogOptions, send_logs_to_tracing};
 
 use super::actions::{self, ActionPlan};
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+use super::generation::{Calls, Generation, Limits, sampler};
 use super::segments::{Segment, Sentinels, chatml, content_of};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
 use super::template::{Prompt, StopScanner, Utf8Buffer, compact_questions, compose_compact};
 use super::tokenizer::{PromptTokenizer, SpecialToken};
 use crate::backends::call_object;
-use crate::backends::{
-    BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
-};
+use crate::backends::{BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind};
 use crate::memory::{PromptMessage, Role};
 
 /// One request waiting for the worker.
@@ -659,108 +657,4 @@ pub(super) fn render(
     sentinels
         .split(&text, &contents)
         .ok_or_else(|| "the template did not keep the messages' places".to_owned())
-}
-
-/// How one generation may run.
-struct Limits {
-    max_tokens: u32,
-    temperature: f32,
-    stops: Vec<String>,
-    stream: bool,
-    calls: Calls,
-}
-
-/// Whether a generation may be an action call.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Calls {
-    /// Words only.
-    None,
-    /// Words or one call.
-    Maybe,
-    /// One call.
-    Only,
-}
-
-/// What one generation produced.
-struct Generation {
-    text: String,
-    prompt_tokens: usize,
-    generated: usize,
-    max_tokens: u32,
-    finish: &'static str,
-    prompt_time: Duration,
-    generation_time: Duration,
-}
-
-impl Generation {
-    /// Two generations of one request counted as one.
-    fn plus(self, other: Generation) -> Generation {
-        Generation {
-            text: other.text,
-            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
-            generated: self.generated + other.generated,
-            max_tokens: other.max_tokens,
-            finish: other.finish,
-            prompt_time: self.prompt_time + other.prompt_time,
-            generation_time: self.generation_time + other.generation_time,
-        }
-    }
-
-    fn stats(&self, purpose: Purpose) -> GenerationStats {
-        GenerationStats {
-            purpose,
-            prompt_tokens: self.prompt_tokens,
-            prompt_time: self.prompt_time,
-            generated_tokens: self.generated,
-            generation_time: self.generation_time,
-        }
-    }
-
-    fn response(&self, content: String) -> ChatResponse {
-        ChatResponse {
-            content,
-            usage: Some(TokenUsage {
-                prompt_tokens: self.prompt_tokens as u64,
-                completion_tokens: self.generated as u64,
-                cached_tokens: None,
-            }),
-            finish_reason: Some(self.finish.to_owned()),
-            action_calls: Vec::new(),
-        }
-    }
-}
-
-/// Sampling for one request. Temperature 0 is greedy; otherwise the usual top-k,
-/// top-p and min-p cut-offs. A light repetition penalty keeps small models from
-/// looping on one phrase.
-/// A grammar comes right after the penalty, before any cut-off, so the cut-offs
-/// only ever choose among tokens it allows.
-fn sampler(
-    temperature: f32,
-    seed: Option<u32>,
-    n_vocab: i32,
-    grammar: Option<LlamaSampler>,
-) -> LlamaSampler {
-    static NEXT_SEED: AtomicU32 = AtomicU32::new(0);
-    let seed = seed.unwrap_or_else(|| {
-        let clock = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .subsec_nanos();
-        clock ^ NEXT_SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed)
-    });
-    let mut chain = vec![LlamaSampler::penalties(n_vocab, 64, 1.1, 0.0, 0.0)];
-    chain.extend(grammar);
-    if temperature <= 0.0 {
-        chain.push(LlamaSampler::greedy());
-    } else {
-        chain.extend([
-            LlamaSampler::top_k(40),
-            LlamaSampler::top_p(0.95, 1),
-            LlamaSampler::min_p(0.05, 1),
-            LlamaSampler::temp(temperature),
-            LlamaSampler::dist(seed),
-        ]);
-    }
-    LlamaSampler::chain_simple(chain)
 }
