@@ -9,7 +9,10 @@
 //! Implement [`ChatBackend`] for anything else: return a future that does the work,
 //! stream pieces through [`Progress`], and fail with a [`BackendError`].
 
+mod action_choice;
 mod backend;
+#[cfg(any(feature = "local-llm", feature = "http"))]
+mod call_object;
 #[cfg(feature = "local-llm")]
 mod local;
 mod offline;
@@ -21,6 +24,7 @@ mod scripted;
 mod tokio_task;
 
 pub use crate::memory::SummaryInput;
+pub use action_choice::ActionChoice;
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ReplyInput, RequestKind, ResponsePart, TokenUsage, stream_words,

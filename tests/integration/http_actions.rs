@@ -203,3 +203,70 @@ fn whole_answers_carry_their_calls_and_requests_without_actions_offer_no_tools()
         "no actions, no tools field: some servers refuse an empty list"
     );
 }
+
+/// `Required` sends `tool_choice`; `Off` sends no tools; structured actions go as a
+/// `response_format` schema and the answer's JSON comes back as the call.
+#[test]
+fn the_action_choice_and_structured_actions_shape_the_request() {
+    use bevy_npc_memory::backends::ActionChoice;
+
+    let server = FakeLlm::start();
+    let words = json!({"choices": [{"message": {"content": "Hi."}}]}).to_string();
+    let call = r#"{"name": "open_door", "arguments": {"door": "north"}}"#;
+    let structured = json!({"choices": [{"message": {"content": call}, "finish_reason": "stop"}]});
+    server
+        .push(FakeReply::ok(words.clone()))
+        .push(FakeReply::ok(words))
+        .push(FakeReply::ok(structured.to_string()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ask = |config: &dyn Fn(&mut OpenAiConfig)| {
+        let mut settings = backend(&server, true).config().clone();
+        config(&mut settings);
+        let mut request = reply_request("You are ECHO-7.", "Open the north door.");
+        request.actions = vec![OpenDoor::spec()];
+        runtime
+            .block_on(
+                OpenAiBackend::new(settings)
+                    .unwrap()
+                    .complete(request, Progress::silent()),
+            )
+            .unwrap()
+    };
+    // Words come whole; the structured request streams in config but not on the wire.
+    ask(&|c| {
+        c.stream = false;
+        c.action_choice = ActionChoice::Required;
+    });
+    ask(&|c| {
+        c.stream = false;
+        c.action_choice = ActionChoice::Off;
+    });
+    let response = ask(&|c| c.structured_actions = true);
+
+    let received: Vec<serde_json::Value> = server.received().iter().map(|r| r.json()).collect();
+    assert_eq!(received[0]["tool_choice"], "required");
+    assert!(received[0]["tools"].is_array());
+    assert!(received[1].get("tools").is_none() && received[1].get("tool_choice").is_none());
+    let sent = &received[2];
+    assert!(
+        sent.get("tools").is_none(),
+        "structured actions send no tools"
+    );
+    assert_eq!(sent["stream"], false, "a call is not streamed");
+    let schema = &sent["response_format"]["json_schema"]["schema"]["anyOf"][0];
+    assert_eq!(schema["properties"]["name"]["const"], "open_door");
+    let system = sent["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("- open_door: Open a door of the bunker."),
+        "{system}"
+    );
+
+    assert!(response.content.is_empty());
+    assert_eq!(response.action_calls.len(), 1);
+    assert_eq!(response.action_calls[0].name, "open_door");
+    assert!(OpenDoor::parse(&response.action_calls[0].arguments).is_ok());
+    assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+}

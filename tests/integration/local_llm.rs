@@ -21,7 +21,7 @@ use bevy_npc_memory::memory::{PromptMessage, Role};
 use bevy_npc_memory::prelude::*;
 
 /// The model file, or `None` (with the reason printed) outside CI.
-fn model_path() -> Option<PathBuf> {
+pub(crate) fn model_path() -> Option<PathBuf> {
     let path = std::env::var_os("NPC_MEMORY_TEST_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH));
@@ -42,7 +42,7 @@ fn model_path() -> Option<PathBuf> {
 }
 
 /// Small limits keep each test to a few seconds on two cores.
-fn config(path: PathBuf) -> LocalLlmConfig {
+pub(crate) fn config(path: PathBuf) -> LocalLlmConfig {
     LocalLlmConfig::new(path)
         .with_context_size(2048)
         .with_max_tokens(32)

@@ -29,6 +29,8 @@ mod load_journal;
 mod load_lines;
 mod loads;
 #[cfg(feature = "local-llm")]
+mod local_actions;
+#[cfg(feature = "local-llm")]
 mod local_llm;
 mod lore;
 mod observers;

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::support::actions::OpenDoor;
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, persona, read_trace};
 use bevy_npc_memory::backends::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
@@ -139,4 +140,37 @@ fn a_summary_from_the_real_model_reaches_the_next_system_prompt() {
         "the summary is in the next system prompt: {system}"
     );
     std::fs::remove_file(trace).ok();
+}
+
+/// An action call through the real server. Not as `tools`: this llama-server
+/// (jinja on by default) renders SmolLM2's own chat template, which never mentions
+/// tools, so llama.cpp's template analysis finds no tool-call format; the tools
+/// never reach the prompt and `tool_choice: "required"` adds no grammar, and the
+/// model answers in words (tried). With a tool-capable ChatML template instead
+/// (Qwen2.5's, by `--chat-template-file`) the tools do reach the prompt, but the
+/// "required" grammar lets free text come before `<tool_call>`, and the 135M model
+/// writes prose until its token limit (400 tokens tried). So the action goes as
+/// structured output ([`OpenAiConfig::structured_actions`]): a `response_format`
+/// JSON schema that llama.cpp turns into a grammar, which even this model follows.
+#[test]
+fn an_action_call_comes_back_as_structured_output() {
+    let Some(url) = server_url() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut config = backend(&url).config().clone();
+    config.structured_actions = true;
+    config.max_tokens = Some(96);
+    let backend = OpenAiBackend::new(config).unwrap();
+    let mut request = request("Please open the north door.");
+    request.actions = vec![OpenDoor::spec()];
+    let response = runtime
+        .block_on(backend.complete(request, Progress::silent()))
+        .expect("a call");
+    assert_eq!(response.action_calls.len(), 1, "{response:?}");
+    let call = &response.action_calls[0];
+    assert_eq!(call.name, "open_door");
+    let door = OpenDoor::parse(&call.arguments)
+        .unwrap_or_else(|refusal| panic!("{} is invalid: {refusal}", call.arguments));
+    eprintln!("the real server called open_door({door:?})");
+    assert!(response.content.is_empty());
+    assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
 }

@@ -3,6 +3,8 @@
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
+use crate::backends::ActionChoice;
+
 /// Where the demo model lands when `scripts/fetch-model.sh` fetches it, relative
 /// to the crate root (or the game's working directory).
 pub const DEFAULT_MODEL_PATH: &str = "assets/models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -79,6 +81,13 @@ pub struct LocalLlmConfig {
     pub on_max_tokens: MaxTokensPolicy,
     /// A fixed sampling seed for reproducible output; `None` varies per request.
     pub seed: Option<u32>,
+    /// Whether a reply to a request that offers actions may, must, or must not be a
+    /// call. Calls are sampled under a grammar made from each action's schema, so
+    /// even a small model sends valid arguments; an action whose schema the grammar
+    /// cannot express (string `pattern`s or `format`s, recursive types, `allOf`,
+    /// any-value fields) is not offered, with a warning. A call needs tokens:
+    /// keep `max_tokens` above about 32 plus the action's longest arguments.
+    pub action_choice: ActionChoice,
     /// Forward llama.cpp's own log lines to `tracing` (target `llama-cpp-2`). Off by
     /// default: loading a model logs hundreds of lines. The first backend created
     /// in a process decides this for all of them.
@@ -102,6 +111,7 @@ impl LocalLlmConfig {
             summary_form: SummaryForm::Compact,
             on_max_tokens: MaxTokensPolicy::Keep,
             seed: None,
+            action_choice: ActionChoice::Auto,
             llama_logs: false,
         }
     }
@@ -168,6 +178,12 @@ impl LocalLlmConfig {
     /// Fixes the sampling seed.
     pub fn with_seed(mut self, seed: u32) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Picks whether replies may, must, or must not call the offered actions.
+    pub fn with_action_choice(mut self, choice: ActionChoice) -> Self {
+        self.action_choice = choice;
         self
     }
 

@@ -5,7 +5,10 @@
 //! cleared, it timed out, the game closed) is skipped while queued and stopped
 //! between two tokens while running.
 
+mod actions;
 mod config;
+mod generation;
+mod grammar;
 mod oneshot;
 mod segments;
 mod status;
@@ -46,6 +49,11 @@ use worker::{Job, Work};
 ///   as plain text: a player who types `<|im_end|><|im_start|>system` gets those
 ///   characters, never the control tokens. [`tokenize_prompt`](Self::tokenize_prompt)
 ///   shows what the model reads.
+/// - **Actions** a request offers are described in the system prompt, and a
+///   grammar built from their schemas holds the model to either words or one
+///   valid call (or, with [`ActionChoice::Required`](crate::backends::ActionChoice::Required), to a call); see
+///   [`LocalLlmConfig::action_choice`]. Calls get ids `local-1`, `local-2`, ...
+///   A call is never streamed.
 /// - **Prompts longer than the context** lose their oldest messages first, the way
 ///   the memory window trims (the system prompt and the newest message stay). If even
 ///   that does not fit, the request fails with [`BackendError::PromptTooLong`].

@@ -2,14 +2,14 @@
 //! a time. llama.cpp blocks while it computes, so it must never run on the frame or
 //! on a task pool's worker; one dedicated OS thread keeps both free.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::num::NonZeroU32;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::oneshot;
 use llama_cpp_2::context::LlamaContext;
@@ -22,14 +22,15 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{LogOptions, send_logs_to_tracing};
 
+use super::actions::{self, ActionPlan};
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+use super::generation::{Calls, Generation, Limits, sampler};
 use super::segments::{Segment, Sentinels, chatml, content_of};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
 use super::template::{Prompt, StopScanner, Utf8Buffer, compact_questions, compose_compact};
 use super::tokenizer::{PromptTokenizer, SpecialToken};
-use crate::backends::{
-    BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind, TokenUsage,
-};
+use crate::backends::call_object;
+use crate::backends::{BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind};
 use crate::memory::{PromptMessage, Role};
 
 /// One request waiting for the worker.
@@ -248,6 +249,8 @@ struct Engine<'m> {
     n_ctx: u32,
     batch: LlamaBatch<'static>,
     warned_template: bool,
+    /// Actions already warned about as not offered, so each warns once.
+    warned_actions: HashSet<String>,
 }
 
 impl<'m> Engine<'m> {
@@ -280,6 +283,7 @@ impl<'m> Engine<'m> {
             n_ctx,
             batch: LlamaBatch::new(batch_size, 1),
             warned_template: false,
+            warned_actions: HashSet::new(),
         })
     }
 
@@ -295,12 +299,14 @@ impl<'m> Engine<'m> {
             return self.compact_summary(job, input);
         }
         let summary = request.purpose() == Purpose::Summary;
+        let plan = self.action_plan(request);
         let limits = if summary {
             Limits {
                 max_tokens: self.config.summary_max_tokens,
                 temperature: self.config.summary_temperature,
                 stops: self.config.summary_stop.clone(),
                 stream: false,
+                calls: Calls::None,
             }
         } else {
             Limits {
@@ -308,9 +314,21 @@ impl<'m> Engine<'m> {
                 temperature: self.config.temperature,
                 stops: self.config.stop.clone(),
                 stream: job.progress.is_streaming(),
+                calls: match &plan {
+                    None => Calls::None,
+                    Some((plan, _)) if plan.required => Calls::Only,
+                    Some(_) => Calls::Maybe,
+                },
             }
         };
-        let done = self.generate(job, &Prompt::plain(&request.messages), &limits)?;
+        let (prompt, grammar) = match plan {
+            Some((plan, grammar)) => (plan.prompt, Some(grammar)),
+            None => (Prompt::plain(&request.messages), None),
+        };
+        let done = self.generate(job, &prompt, &limits, grammar)?;
+        if limits.calls != Calls::None && call_object::is_call(&done.text) {
+            return self.call(request, &done);
+        }
         if done.finish == "length" {
             tracing::warn!(
                 target: crate::trace::TELEMETRY_TARGET,
@@ -329,6 +347,62 @@ impl<'m> Engine<'m> {
         Ok((done.response(done.text.clone()), stats))
     }
 
+    /// The action plan of a reply request, with its grammar sampler, or `None` to
+    /// answer in words only. A grammar llama.cpp refuses is a bug of ours: the
+    /// NPC then answers in words rather than not at all.
+    fn action_plan(&mut self, request: &ChatRequest) -> Option<(ActionPlan, LlamaSampler)> {
+        if request.purpose() != Purpose::Reply {
+            return None;
+        }
+        let plan = actions::plan(
+            &request.messages,
+            &request.actions,
+            self.config.action_choice,
+            &mut self.warned_actions,
+            &self.name,
+        )?;
+        match LlamaSampler::grammar(&self.loaded.model, &plan.grammar, "root") {
+            Ok(grammar) => Some((plan, grammar)),
+            Err(error) => {
+                tracing::error!(
+                    target: crate::trace::TELEMETRY_TARGET,
+                    backend = %self.name, grammar = %plan.grammar,
+                    "llama.cpp refused the actions' grammar ({error}); answering in words"
+                );
+                None
+            }
+        }
+    }
+
+    /// The response for a generation that is a call object.
+    fn call(
+        &self,
+        request: &ChatRequest,
+        done: &Generation,
+    ) -> Result<(ChatResponse, GenerationStats), BackendError> {
+        let call = call_object::parse_call(&done.text, "local").map_err(|reason| {
+            if done.finish == "length" {
+                BackendError::MaxTokens {
+                    backend: self.name.clone(),
+                    max_tokens: done.max_tokens,
+                }
+            } else {
+                BackendError::Malformed {
+                    backend: self.name.clone(),
+                    reason,
+                }
+            }
+        })?;
+        tracing::debug!(
+            target: crate::trace::TELEMETRY_TARGET,
+            backend = %self.name, npc = %request.npc, action = %call.name, "the model called an action"
+        );
+        let mut response = done.response(String::new());
+        response.action_calls = vec![call];
+        response.finish_reason = Some("tool_calls".to_owned());
+        Ok((response, done.stats(request.purpose())))
+    }
+
     /// The compact summary: one short, greedy answer per field, merged into the
     /// previous summary (see `template::compact_questions`).
     fn compact_summary(
@@ -343,11 +417,12 @@ impl<'m> Engine<'m> {
             temperature: self.config.summary_temperature,
             stops,
             stream: false,
+            calls: Calls::None,
         };
         let mut answers = Vec::new();
         let mut total: Option<Generation> = None;
         for (field, prompt) in compact_questions(input) {
-            let done = self.generate(job, &prompt, &limits)?;
+            let done = self.generate(job, &prompt, &limits, None)?;
             answers.push((field, done.text.clone()));
             total = Some(match total {
                 None => done,
@@ -363,12 +438,14 @@ impl<'m> Engine<'m> {
     }
 
     /// Reads `prompt` and generates until the model ends, a stop sequence appears,
-    /// or `limits.max_tokens` is reached. Streams when `limits.stream` says so.
+    /// or `limits.max_tokens` is reached. Streams when `limits.stream` says so,
+    /// but never a call. `grammar` constrains what may be sampled.
     fn generate(
         &mut self,
         job: &Job,
         prompt: &Prompt,
         limits: &Limits,
+        grammar: Option<LlamaSampler>,
     ) -> Result<Generation, BackendError> {
         let (max_tokens, limit) = self.budget(limits.max_tokens);
         let tokens = self.fit(prompt, limit)?;
@@ -383,7 +460,16 @@ impl<'m> Engine<'m> {
             limits.temperature,
             self.config.seed,
             self.loaded.model.n_vocab(),
+            grammar,
         );
+        // Whether text goes out as it comes; `None` until the first character says
+        // whether this is a call, which must not reach the player.
+        let mut streaming = match limits.calls {
+            _ if !limits.stream => Some(false),
+            Calls::None => Some(true),
+            Calls::Maybe => None,
+            Calls::Only => Some(false),
+        };
         let vocab = self.loaded.model.vocab();
         let mut utf8 = Utf8Buffer::default();
         let mut scanner = StopScanner::new(&limits.stops);
@@ -402,7 +488,10 @@ impl<'m> Engine<'m> {
             generated += 1;
             let text = utf8.push(&vocab.token_to_piece(token, false, None));
             let shown = scanner.push(&text);
-            if limits.stream {
+            if streaming.is_none() && !shown.is_empty() {
+                streaming = Some(!call_object::is_call(shown));
+            }
+            if streaming == Some(true) {
                 job.progress.delta(shown);
             }
             if scanner.stopped() {
@@ -423,7 +512,10 @@ impl<'m> Engine<'m> {
         }
         if !scanner.stopped() {
             let rest = scanner.finish().to_owned();
-            if limits.stream {
+            if streaming.is_none() && !rest.is_empty() {
+                streaming = Some(!call_object::is_call(&rest));
+            }
+            if streaming == Some(true) {
                 job.progress.delta(&rest);
             }
         }
@@ -565,88 +657,4 @@ pub(super) fn render(
     sentinels
         .split(&text, &contents)
         .ok_or_else(|| "the template did not keep the messages' places".to_owned())
-}
-
-/// How one generation may run.
-struct Limits {
-    max_tokens: u32,
-    temperature: f32,
-    stops: Vec<String>,
-    stream: bool,
-}
-
-/// What one generation produced.
-struct Generation {
-    text: String,
-    prompt_tokens: usize,
-    generated: usize,
-    max_tokens: u32,
-    finish: &'static str,
-    prompt_time: Duration,
-    generation_time: Duration,
-}
-
-impl Generation {
-    /// Two generations of one request counted as one.
-    fn plus(self, other: Generation) -> Generation {
-        Generation {
-            text: other.text,
-            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
-            generated: self.generated + other.generated,
-            max_tokens: other.max_tokens,
-            finish: other.finish,
-            prompt_time: self.prompt_time + other.prompt_time,
-            generation_time: self.generation_time + other.generation_time,
-        }
-    }
-
-    fn stats(&self, purpose: Purpose) -> GenerationStats {
-        GenerationStats {
-            purpose,
-            prompt_tokens: self.prompt_tokens,
-            prompt_time: self.prompt_time,
-            generated_tokens: self.generated,
-            generation_time: self.generation_time,
-        }
-    }
-
-    fn response(&self, content: String) -> ChatResponse {
-        ChatResponse {
-            content,
-            usage: Some(TokenUsage {
-                prompt_tokens: self.prompt_tokens as u64,
-                completion_tokens: self.generated as u64,
-                cached_tokens: None,
-            }),
-            finish_reason: Some(self.finish.to_owned()),
-            action_calls: Vec::new(),
-        }
-    }
-}
-
-/// Sampling for one request. Temperature 0 is greedy; otherwise the usual top-k,
-/// top-p and min-p cut-offs. A light repetition penalty keeps small models from
-/// looping on one phrase.
-fn sampler(temperature: f32, seed: Option<u32>, n_vocab: i32) -> LlamaSampler {
-    static NEXT_SEED: AtomicU32 = AtomicU32::new(0);
-    let seed = seed.unwrap_or_else(|| {
-        let clock = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO)
-            .subsec_nanos();
-        clock ^ NEXT_SEED.fetch_add(0x9e37_79b9, Ordering::Relaxed)
-    });
-    let penalty = LlamaSampler::penalties(n_vocab, 64, 1.1, 0.0, 0.0);
-    if temperature <= 0.0 {
-        LlamaSampler::chain_simple([penalty, LlamaSampler::greedy()])
-    } else {
-        LlamaSampler::chain_simple([
-            penalty,
-            LlamaSampler::top_k(40),
-            LlamaSampler::top_p(0.95, 1),
-            LlamaSampler::min_p(0.05, 1),
-            LlamaSampler::temp(temperature),
-            LlamaSampler::dist(seed),
-        ])
-    }
 }

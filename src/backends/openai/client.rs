@@ -1,5 +1,6 @@
 //! The OpenAI-compatible HTTP backend.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,14 +14,17 @@ use super::config::{ApiKey, OpenAiConfig};
 use super::redact::Redactor;
 use super::retry_after;
 use super::sse::SseReader;
+use super::structured;
 use super::think::{ThinkFilter, strip_think};
 use super::tool_calls::{StreamedCalls, whole_calls};
 use super::wire::{ChatCompletion, ChatCompletionRequest, ErrorBody, StreamOptions, Tool};
 use crate::backends::AbortOnDrop;
+use crate::backends::{ActionChoice, call_object};
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
     ResponsePart, TokenUsage,
 };
+use crate::memory::ActionSpec;
 
 /// The most characters of a server's explanation kept in an error: enough to read,
 /// too few to bloat logs, telemetry or a save.
@@ -170,13 +174,29 @@ impl Inner {
     ) -> Result<ChatResponse, BackendError> {
         let config = &self.config;
         let summary = request.purpose() == Purpose::Summary;
-        let stream = !summary && config.stream;
+        let offered: &[ActionSpec] = if config.action_choice == ActionChoice::Off {
+            &[]
+        } else {
+            &request.actions
+        };
+        let structured = config.structured_actions && !offered.is_empty();
+        let messages = if structured {
+            let offered: Vec<&ActionSpec> = offered.iter().collect();
+            Cow::Owned(call_object::with_instructions(
+                &request.messages,
+                &offered,
+                true,
+            ))
+        } else {
+            Cow::Borrowed(&request.messages)
+        };
+        let stream = !summary && config.stream && !structured;
         let body = ChatCompletionRequest {
             model: match (&config.summary_model, summary) {
                 (Some(model), true) => model,
                 _ => &config.model,
             },
-            messages: &request.messages,
+            messages: &messages,
             stream,
             max_tokens: if summary {
                 config.summary_max_tokens
@@ -191,7 +211,16 @@ impl Inner {
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
             }),
-            tools: request.actions.iter().map(Tool::function).collect(),
+            tools: if structured {
+                Vec::new()
+            } else {
+                offered.iter().map(Tool::function).collect()
+            },
+            tool_choice: (!structured
+                && !offered.is_empty()
+                && config.action_choice == ActionChoice::Required)
+                .then_some("required"),
+            response_format: structured.then(|| structured::response_format(offered)),
         };
         // Serialized once; every retry sends the same bytes.
         let body = serde_json::to_vec(&body).map_err(|error| {
@@ -202,6 +231,7 @@ impl Inner {
         loop {
             let mut shown = false;
             match self.attempt(&body, stream, &progress, &mut shown).await {
+                Ok(response) if structured => return self.structured_call(response),
                 Ok(response) => return Ok(response),
                 Err(failure) if failure.retryable && !shown && retry < config.retry.max_retries => {
                     let wait = config.retry.delay(retry, failure.retry_after, jitter());
@@ -476,6 +506,19 @@ impl Inner {
             retryable: false,
             retry_after: None,
         }
+    }
+
+    /// A structured answer read as the call it must be. A server that ignored the
+    /// schema sent words, which are no call: malformed, and not retried.
+    fn structured_call(&self, mut response: ChatResponse) -> Result<ChatResponse, BackendError> {
+        if response.action_calls.is_empty() {
+            let call = structured::read_call(&response.content)
+                .map_err(|reason| self.malformed(reason).error)?;
+            response.content.clear();
+            response.action_calls.push(call);
+            response.finish_reason = Some("tool_calls".to_owned());
+        }
+        Ok(response)
     }
 
     fn malformed(&self, reason: String) -> Failure {

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::backends::ActionChoice;
+
 /// An API key. It is read at run time from the environment (or given by the game),
 /// never stored in a persona file or a save, and redacted in `Debug` and `Display`.
 #[derive(Clone, PartialEq, Eq)]
@@ -178,6 +180,16 @@ pub struct OpenAiConfig {
     /// Keep reasoning (`reasoning_content`, `<think>` blocks) in replies. Off by
     /// default: reasoning stays out of the NPC's words and its memory.
     pub keep_reasoning: bool,
+    /// Whether replies may, must (`tool_choice: "required"`), or must not call
+    /// the offered actions. With `Off` no tools are sent.
+    pub action_choice: ActionChoice,
+    /// Offer actions as structured output instead of `tools`: described in the
+    /// system prompt, with a `response_format` JSON schema of one call object,
+    /// `{"name": ..., "arguments": ...}`, which the answer is read back from. For
+    /// servers whose chat template cannot show tools, such as llama.cpp's
+    /// `llama-server` with SmolLM2. Every answer to a request with actions is then
+    /// a call (unless `action_choice` is `Off`), and it is not streamed.
+    pub structured_actions: bool,
     /// Retries and backoff.
     pub retry: RetryPolicy,
     /// The most bytes read from the server for each part of an answer.
@@ -205,6 +217,8 @@ impl OpenAiConfig {
             summary_temperature: Some(0.2),
             stream: true,
             keep_reasoning: false,
+            action_choice: ActionChoice::Auto,
+            structured_actions: false,
             retry: RetryPolicy::default(),
             limits: ResponseLimits::default(),
         }
@@ -300,6 +314,8 @@ impl fmt::Debug for OpenAiConfig {
             summary_temperature,
             stream,
             keep_reasoning,
+            action_choice,
+            structured_actions,
             retry,
             limits,
         } = self;
@@ -317,6 +333,8 @@ impl fmt::Debug for OpenAiConfig {
             .field("summary_temperature", summary_temperature)
             .field("stream", stream)
             .field("keep_reasoning", keep_reasoning)
+            .field("action_choice", action_choice)
+            .field("structured_actions", structured_actions)
             .field("retry", retry)
             .field("limits", limits)
             .finish()

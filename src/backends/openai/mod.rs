@@ -5,6 +5,7 @@ mod config;
 mod redact;
 mod retry_after;
 mod sse;
+mod structured;
 mod think;
 mod tool_calls;
 mod wire;

@@ -22,6 +22,12 @@ pub(crate) struct ChatCompletionRequest<'a> {
     /// servers refuse an empty list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) tools: Vec<Tool<'a>>,
+    /// `"required"` or nothing: `"auto"` is every server's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_choice: Option<&'static str>,
+    /// The JSON schema of a call object, when actions go as structured output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) response_format: Option<serde_json::Value>,
 }
 
 /// An action offered as an OpenAI function tool: its name, description and JSON
