@@ -44,6 +44,9 @@ pub(crate) struct Job {
 }
 
 /// What the worker is asked to do.
+// Sent once per request over a channel, next to a model run of seconds: boxing
+// the job would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Work {
     /// Answer a request.
     Chat(Job),
