@@ -159,6 +159,11 @@ impl ReconfigureNpcMemory {
 
 /// Sets a pinned fact as the game's word, for example from quest state. The model's
 /// summaries cannot override it; the previous value is kept as outdated.
+///
+/// An action handler may write it too, e.g. `promise:open_door` kept once the
+/// door is open: facts written while the game answers an NPC's actions are in
+/// force before the follow-up request of that turn is built, so the NPC's next
+/// words already know. (Pinned facts must be switched on for the NPC.)
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod action_facts;
 mod actions;
 mod autoplay;
 mod backend_switch;
