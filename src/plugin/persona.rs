@@ -1,6 +1,7 @@
 //! Personas: what an NPC is, loaded from `*.npc.ron` assets, and the NPC component.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use bevy::asset::{AssetLoader, LoadContext, io::Reader};
 use bevy::prelude::*;
@@ -9,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::schedule::MemoryTier;
 use super::tier_memory::{TierMemory, TierOverrides};
 use crate::memory::{
-    MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SharingPolicy,
-    SummaryStyle, shorten_to_chars,
+    MAX_REPLY_FIELDS, MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage,
+    ReplyFieldSet, SharingPolicy, SummaryStyle, check_reply_field, shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -32,6 +33,7 @@ use crate::memory::{
 ///         background: (summary_threshold: 16, features: (pinned_facts: false)),
 ///     ),
 ///     actions: ["open_door"],        // optional: game actions it may call, "*" for all
+///     reply_fields: {"mood": ["calm", "alarmed"]}, // optional: tagged values per reply
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,6 +84,15 @@ pub struct Persona {
     /// None by default: an NPC acts only where its persona says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<String>,
+    /// Reply fields: values from sets the game defines, such as a mood or an
+    /// animation, that the model gives in a tag at the start of each reply:
+    /// `reply_fields: {"mood": ["calm", "alarmed", "angry"]}`. The system prompt
+    /// asks for the tag (`[mood: alarmed] Who goes there?`); the tag never
+    /// reaches the text, and the values arrive in
+    /// [`NpcReplied::fields`](crate::prelude::NpcReplied::fields). None by
+    /// default: the prompt then asks for no tag and replies are never parsed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reply_fields: BTreeMap<String, Vec<String>>,
 }
 
 /// Most actions one persona may list.
@@ -173,7 +184,26 @@ impl Persona {
             tier: None,
             tiers: TierMemory::default(),
             actions: Vec::new(),
+            reply_fields: BTreeMap::new(),
         }
+    }
+
+    /// Declares a reply field and its allowed values, e.g.
+    /// `.with_reply_field("mood", ["calm", "alarmed", "angry"])` (see
+    /// [`reply_fields`](Self::reply_fields)).
+    pub fn with_reply_field<V: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        let values = values.into_iter().map(Into::into).collect();
+        self.reply_fields.insert(name.into(), values);
+        self
+    }
+
+    /// The reply fields as the memory core parses them.
+    pub fn reply_field_set(&self) -> ReplyFieldSet {
+        ReplyFieldSet::new(self.reply_fields.clone())
     }
 
     /// Lets this NPC call these actions (`"*"` for every registered one).
@@ -261,6 +291,14 @@ impl Persona {
                     .unwrap_or_default()
             )));
         }
+        if persona.reply_fields.len() > MAX_REPLY_FIELDS {
+            return Err(PersonaError::Parse(format!(
+                "reply_fields: at most {MAX_REPLY_FIELDS}"
+            )));
+        }
+        for (name, values) in &persona.reply_fields {
+            check_reply_field(name, values).map_err(PersonaError::Parse)?;
+        }
         Ok(persona)
     }
 
@@ -273,9 +311,15 @@ impl Persona {
         if let Some(instruction) = &self.summarizer_instruction {
             style.instruction.clone_from(instruction);
         }
+        // The tag's instruction follows the persona text, so every backend's model
+        // reads it; a persona without reply fields asks for nothing.
+        let text = match self.reply_field_set().instruction(self.language) {
+            Some(instruction) => format!("{}\n\n{instruction}", self.system_prompt).into(),
+            None => self.system_prompt.as_str().into(),
+        };
         PersonaPrompt {
             name: self.name.clone(),
-            text: self.system_prompt.as_str().into(),
+            text,
             style,
         }
     }
@@ -411,6 +455,8 @@ pub(crate) struct PersonaBindings {
     by_asset: HashMap<AssetId<Persona>, Vec<NpcId>>,
     spawned: Vec<AssetId<Persona>>,
     failed: HashMap<AssetId<Persona>, String>,
+    /// The reply fields of each NPC whose persona declares any.
+    reply_fields: HashMap<NpcId, Arc<ReplyFieldSet>>,
 }
 
 impl PersonaBindings {
@@ -420,6 +466,20 @@ impl PersonaBindings {
             npcs.push(npc);
         }
         self.spawned.push(persona);
+    }
+
+    /// The NPC's persona declares these reply fields (none: replies are not parsed).
+    pub(crate) fn set_reply_fields(&mut self, npc: &NpcId, set: ReplyFieldSet) {
+        if set.is_empty() {
+            self.reply_fields.remove(npc);
+        } else {
+            self.reply_fields.insert(npc.clone(), Arc::new(set));
+        }
+    }
+
+    /// The reply fields the NPC declares, if any.
+    pub(crate) fn reply_fields(&self, npc: &NpcId) -> Option<Arc<ReplyFieldSet>> {
+        self.reply_fields.get(npc).cloned()
     }
 
     pub(crate) fn take_spawned(&mut self) -> Vec<AssetId<Persona>> {

@@ -38,6 +38,7 @@ mod personas;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;
+mod reply_fields;
 mod scheduler;
 mod shift_change;
 mod speakers;
