@@ -184,3 +184,31 @@ fn a_tag_on_the_words_said_while_acting_comes_with_the_turns_reply() {
     assert_eq!(h.log("echo7")[1], (Role::Assistant, "On it.".into()));
     assert!(!h.streamed().contains('['), "{}", h.streamed());
 }
+
+/// Over HTTP the tag is plain text too: streamed in pieces that cut it anywhere,
+/// it is taken off the same way.
+#[cfg(feature = "http")]
+#[test]
+fn an_http_model_streams_the_tag_in_pieces_and_it_is_taken_off_the_same_way() {
+    use crate::support::fake_llm::{FakeLlm, FakeReply, stream_events};
+    use bevy_npc_memory::backends::{ApiKey, OpenAiBackend, OpenAiConfig};
+
+    let server = FakeLlm::start();
+    server.push(FakeReply::Stream {
+        events: stream_events(&["  [Mo", "od: ANG", "ry]", "\n Get", " out."], true),
+        done: true,
+    });
+    let config = OpenAiConfig::custom("fake", server.base_url(), "fake-model");
+    let backend = OpenAiBackend::with_api_key(config, ApiKey::new("sk-test")).unwrap();
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    h.spawn("echo7", moody("ECHO-7"));
+    h.say("echo7", "Hello?");
+    h.wait_for_replies(1);
+
+    let replied = &h.inbox::<NpcReplied>()[0];
+    assert_eq!((mood(replied), &*replied.text), (Some("angry"), "Get out."));
+    assert_eq!(h.streamed(), "Get out.");
+    let sent = server.received()[0].json();
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("mood: calm, alarmed, angry"), "{sent}");
+}
