@@ -97,7 +97,16 @@
 //! the HTTP backend offers them as OpenAI-style `tools` and reads the model's
 //! `tool_calls`, the scripted backend plays calls a test scripts, and one that
 //! cannot call tools (the offline backend, and for now the in-process model)
-//! answers in words as before.
+//! answers in words as before. A handler that writes
+//! [`SetPinnedFact`](crate::prelude::SetPinnedFact) (a promise kept, say) is
+//! heard before the turn's follow-up request is built, so the NPC already knows.
+//!
+//! **7. Moods and animation tags.** A persona's `reply_fields: {"mood": ["calm",
+//! "alarmed"]}` asks the model to start each reply with a tag such as
+//! `[mood: alarmed]`; the tag is taken off before the text streams or enters
+//! memory, and the value arrives in
+//! [`NpcReplied::fields`](crate::prelude::NpcReplied::fields). It works with
+//! every backend, since it is plain text.
 //!
 //! # Guarantees
 //!
@@ -188,7 +197,7 @@ pub mod prelude {
     pub use crate::debug::NpcMemoryDebugPlugin;
     pub use crate::memory::{
         DateFormat, FactKey, LoreEntry, LoreScope, MemoryConfig, MemoryFeatures, NpcId,
-        PromptLanguage, Role, SpeakerId,
+        PromptLanguage, ReplyFields, Role, SpeakerId,
     };
     // Lore shared by NPCs: files, the store resource, and run-time changes.
     pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};

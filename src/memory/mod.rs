@@ -28,6 +28,7 @@ mod origin;
 mod parts;
 mod persona;
 mod quote;
+mod reply_fields;
 pub(crate) use quote::quote;
 mod segments;
 mod speaker;
@@ -43,6 +44,8 @@ mod action_tests;
 mod knowledge_tests;
 #[cfg(test)]
 mod layered_tests;
+#[cfg(test)]
+mod reply_fields_tests;
 #[cfg(test)]
 mod speaker_tests;
 #[cfg(test)]
@@ -84,6 +87,10 @@ pub use npc::{
 pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 pub use parts::{InvalidField, MemoryParts};
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
+pub use reply_fields::{
+    MAX_REPLY_FIELD_CHARS, MAX_REPLY_FIELD_VALUES, MAX_REPLY_FIELDS, MAX_REPLY_TAG_CHARS,
+    ReplyFieldSet, ReplyFields, ReplyTagStream, check_reply_field,
+};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use speaker::{MAX_SPEAKER_ID_CHARS, MAX_SPEAKER_NAME_CHARS, SpeakerError, SpeakerId};
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};

@@ -10,7 +10,8 @@ use bevy::prelude::*;
 use super::turn::TurnId;
 use crate::backends::{BackendError, ChatBackend};
 use crate::memory::{
-    Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, SpeakerId, SummaryTrigger,
+    Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, ReplyFields, SpeakerId,
+    SummaryTrigger,
 };
 
 /// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`,
@@ -159,6 +160,11 @@ impl ReconfigureNpcMemory {
 
 /// Sets a pinned fact as the game's word, for example from quest state. The model's
 /// summaries cannot override it; the previous value is kept as outdated.
+///
+/// An action handler may write it too, e.g. `promise:open_door` kept once the
+/// door is open: facts written while the game answers an NPC's actions are in
+/// force before the follow-up request of that turn is built, so the NPC's next
+/// words already know. (Pinned facts must be switched on for the NPC.)
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]
@@ -318,10 +324,18 @@ pub struct NpcReplied {
     pub text: Arc<str>,
     /// The reply's index in the NPC's log.
     pub index: LogIndex,
+    /// The reply fields the reply set, such as `mood`, for a persona that declares
+    /// [`reply_fields`](crate::prelude::Persona::reply_fields): parsed from the
+    /// tag the model starts its reply with, which `text`, the deltas and memory
+    /// never show. A value outside the declared set is dropped. Fields are not
+    /// remembered: keep them by `index` if the game's history should show them.
+    pub fields: ReplyFields,
 }
 
 /// A piece of a reply that is still being produced, for typewriter effects. The
-/// pieces of one reply add up to the text of the [`NpcReplied`] that follows.
+/// pieces of one reply add up to the text of the [`NpcReplied`] that follows. For a
+/// persona with reply fields, the start of a reply that may be the fields' tag is
+/// held back until it is known, so no piece ever shows the tag.
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct NpcReplyDelta {

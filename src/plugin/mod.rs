@@ -268,6 +268,7 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<ContextMemoryManager>()
             .init_resource::<layers::MemoryChanges>()
             .init_resource::<NpcRequests>()
+            .init_resource::<systems::FactCursors>()
             .init_resource::<NpcMemoryLoads>()
             .init_resource::<persona::PersonaBindings>()
             .init_resource::<tier_memory::TieredMemory>()

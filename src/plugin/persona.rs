@@ -1,16 +1,20 @@
 //! Personas: what an NPC is, loaded from `*.npc.ron` assets, and the NPC component.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use bevy::asset::{AssetLoader, LoadContext, io::Reader};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+mod bindings;
+
+pub(crate) use bindings::{PersonaBindings, on_npc_inserted};
+
 use super::schedule::MemoryTier;
 use super::tier_memory::{TierMemory, TierOverrides};
 use crate::memory::{
-    MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage, SharingPolicy,
-    SummaryStyle, shorten_to_chars,
+    MAX_REPLY_FIELDS, MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage,
+    ReplyFieldSet, SharingPolicy, SummaryStyle, check_reply_field, shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -32,6 +36,7 @@ use crate::memory::{
 ///         background: (summary_threshold: 16, features: (pinned_facts: false)),
 ///     ),
 ///     actions: ["open_door"],        // optional: game actions it may call, "*" for all
+///     reply_fields: {"mood": ["calm", "alarmed"]}, // optional: tagged values per reply
 /// )
 /// ```
 #[derive(Asset, Reflect, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,6 +87,15 @@ pub struct Persona {
     /// None by default: an NPC acts only where its persona says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<String>,
+    /// Reply fields: values from sets the game defines, such as a mood or an
+    /// animation, that the model gives in a tag at the start of each reply:
+    /// `reply_fields: {"mood": ["calm", "alarmed", "angry"]}`. The system prompt
+    /// asks for the tag (`[mood: alarmed] Who goes there?`); the tag never
+    /// reaches the text, and the values arrive in
+    /// [`NpcReplied::fields`](crate::prelude::NpcReplied::fields). None by
+    /// default: the prompt then asks for no tag and replies are never parsed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reply_fields: BTreeMap<String, Vec<String>>,
 }
 
 /// Most actions one persona may list.
@@ -173,7 +187,26 @@ impl Persona {
             tier: None,
             tiers: TierMemory::default(),
             actions: Vec::new(),
+            reply_fields: BTreeMap::new(),
         }
+    }
+
+    /// Declares a reply field and its allowed values, e.g.
+    /// `.with_reply_field("mood", ["calm", "alarmed", "angry"])` (see
+    /// [`reply_fields`](Self::reply_fields)).
+    pub fn with_reply_field<V: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        let values = values.into_iter().map(Into::into).collect();
+        self.reply_fields.insert(name.into(), values);
+        self
+    }
+
+    /// The reply fields as the memory core parses them.
+    pub fn reply_field_set(&self) -> ReplyFieldSet {
+        ReplyFieldSet::new(self.reply_fields.clone())
     }
 
     /// Lets this NPC call these actions (`"*"` for every registered one).
@@ -261,6 +294,14 @@ impl Persona {
                     .unwrap_or_default()
             )));
         }
+        if persona.reply_fields.len() > MAX_REPLY_FIELDS {
+            return Err(PersonaError::Parse(format!(
+                "reply_fields: at most {MAX_REPLY_FIELDS}"
+            )));
+        }
+        for (name, values) in &persona.reply_fields {
+            check_reply_field(name, values).map_err(PersonaError::Parse)?;
+        }
         Ok(persona)
     }
 
@@ -273,9 +314,15 @@ impl Persona {
         if let Some(instruction) = &self.summarizer_instruction {
             style.instruction.clone_from(instruction);
         }
+        // The tag's instruction follows the persona text, so every backend's model
+        // reads it; a persona without reply fields asks for nothing.
+        let text = match self.reply_field_set().instruction(self.language) {
+            Some(instruction) => format!("{}\n\n{instruction}", self.system_prompt).into(),
+            None => self.system_prompt.as_str().into(),
+        };
         PersonaPrompt {
             name: self.name.clone(),
-            text: self.system_prompt.as_str().into(),
+            text,
             style,
         }
     }
@@ -401,74 +448,6 @@ impl Npc {
             id: id.into(),
             persona,
         }
-    }
-}
-
-/// Which NPCs use which persona asset, so a persona that loads late or is edited
-/// reaches every NPC using it.
-#[derive(Resource, Default)]
-pub(crate) struct PersonaBindings {
-    by_asset: HashMap<AssetId<Persona>, Vec<NpcId>>,
-    spawned: Vec<AssetId<Persona>>,
-    failed: HashMap<AssetId<Persona>, String>,
-}
-
-impl PersonaBindings {
-    pub(crate) fn bind(&mut self, npc: NpcId, persona: AssetId<Persona>) {
-        let npcs = self.by_asset.entry(persona).or_default();
-        if !npcs.contains(&npc) {
-            npcs.push(npc);
-        }
-        self.spawned.push(persona);
-    }
-
-    pub(crate) fn take_spawned(&mut self) -> Vec<AssetId<Persona>> {
-        std::mem::take(&mut self.spawned)
-    }
-
-    pub(crate) fn npcs(&self, persona: AssetId<Persona>) -> &[NpcId] {
-        self.by_asset.get(&persona).map_or(&[], Vec::as_slice)
-    }
-
-    pub(crate) fn is_bound(&self, npc: &NpcId) -> bool {
-        self.by_asset.values().any(|npcs| npcs.contains(npc))
-    }
-
-    /// Every persona asset and the NPCs using it.
-    pub(crate) fn all(&self) -> Vec<(AssetId<Persona>, Vec<NpcId>)> {
-        self.by_asset
-            .iter()
-            .map(|(id, npcs)| (*id, npcs.clone()))
-            .collect()
-    }
-
-    pub(crate) fn mark_failed(&mut self, persona: AssetId<Persona>, reason: String) {
-        self.failed.insert(persona, reason);
-    }
-
-    pub(crate) fn mark_loaded(&mut self, persona: AssetId<Persona>) {
-        self.failed.remove(&persona);
-    }
-
-    /// Why the persona of an NPC failed to load, if it did.
-    pub(crate) fn failure(&self, npc: &NpcId) -> Option<&str> {
-        self.by_asset
-            .iter()
-            .find(|(_, npcs)| npcs.contains(npc))
-            .and_then(|(id, _)| self.failed.get(id))
-            .map(String::as_str)
-    }
-}
-
-/// An `Npc` was inserted: on a new entity, or over another one (a new id or
-/// persona), which binds the new pair the same way.
-pub(crate) fn on_npc_inserted(
-    insert: On<Insert, Npc>,
-    npcs: Query<&Npc>,
-    mut bindings: ResMut<PersonaBindings>,
-) {
-    if let Ok(npc) = npcs.get(insert.entity) {
-        bindings.bind(npc.id.clone(), npc.persona.id());
     }
 }
 

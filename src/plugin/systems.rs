@@ -2,6 +2,8 @@
 //! [`Dialogue`](super::dialogue::Dialogue), which makes one call into the memory core.
 
 use bevy::asset::AssetLoadFailedEvent;
+use bevy::ecs::message::MessageCursor;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use super::dialogue::Dialogue;
@@ -61,20 +63,14 @@ pub(crate) fn take_requests(
     mut clear: MessageReader<ClearNpcMemory>,
     mut summarize: MessageReader<SummarizeNow>,
     mut reconfigure: MessageReader<ReconfigureNpcMemory>,
-    mut set_fact: MessageReader<SetPinnedFact>,
-    mut remove_fact: MessageReader<RemovePinnedFact>,
+    mut facts: PinnedFactMessages,
 ) {
     // A switch first: the lines of this frame go to the backend the game chose.
     for switch in switch.read() {
         dialogue.switch_backend(switch);
     }
     // Facts next: a quest update in the same frame as a line should shape its reply.
-    for fact in set_fact.read() {
-        dialogue.set_fact(&fact.npc, &fact.key, &fact.value);
-    }
-    for fact in remove_fact.read() {
-        dialogue.remove_fact(&fact.npc, &fact.key);
-    }
+    facts.apply(&mut dialogue);
     for change in reconfigure.read() {
         dialogue.reconfigure(&change.npc, &change.config);
     }
@@ -112,6 +108,39 @@ pub(crate) fn dispatch_requests(mut dialogue: Dialogue) {
 }
 
 /// Rounds of actions the game answered enter memory, and their follow-ups start.
-pub(crate) fn record_actions(mut dialogue: Dialogue) {
+/// Facts the game pinned since the requests were taken (an action handler's
+/// [`SetPinnedFact`], e.g. `promise:open_door` fulfilled) apply first, so the
+/// follow-up of the same turn already knows them.
+pub(crate) fn record_actions(mut dialogue: Dialogue, mut facts: PinnedFactMessages) {
+    facts.apply(&mut dialogue);
     dialogue.record_actions();
+}
+
+/// How far the game's pinned-fact messages have been applied. One cursor for
+/// both systems that apply them, so each message applies once, at the first.
+#[derive(Resource, Default)]
+pub(crate) struct FactCursors {
+    set: MessageCursor<SetPinnedFact>,
+    remove: MessageCursor<RemovePinnedFact>,
+}
+
+/// The game's [`SetPinnedFact`] and [`RemovePinnedFact`] messages not applied yet.
+#[derive(SystemParam)]
+pub(crate) struct PinnedFactMessages<'w> {
+    cursors: ResMut<'w, FactCursors>,
+    set: Res<'w, Messages<SetPinnedFact>>,
+    remove: Res<'w, Messages<RemovePinnedFact>>,
+}
+
+impl PinnedFactMessages<'_> {
+    /// Applies every fact message not applied yet, sets first.
+    fn apply(&mut self, dialogue: &mut Dialogue) {
+        let cursors = &mut *self.cursors;
+        for fact in cursors.set.read(&self.set) {
+            dialogue.set_fact(&fact.npc, &fact.key, &fact.value);
+        }
+        for fact in cursors.remove.read(&self.remove) {
+            dialogue.remove_fact(&fact.npc, &fact.key);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod action_facts;
 mod actions;
 mod autoplay;
 mod backend_switch;
@@ -39,6 +40,7 @@ mod personas;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;
+mod reply_fields;
 mod scheduler;
 mod shift_change;
 mod speakers;

@@ -24,7 +24,11 @@ impl Dialogue<'_, '_> {
         }
         let max_rounds = self.settings.max_action_rounds;
         if self.actions.may_act(&self.registry, npc, turn, max_rounds) {
-            let said = self.cut_runaway(npc, std::mem::take(&mut response.content));
+            // Acting words may carry the tag too; its fields go with the reply.
+            let content = std::mem::take(&mut response.content);
+            let (fields, said) = self.split_fields(npc, content);
+            self.requests.keep_fields(npc, turn, fields);
+            let said = self.cut_runaway(npc, said);
             self.requests.acting(npc, turn);
             self.actions.proposed.push(ProposedRound {
                 npc: npc.clone(),

@@ -32,8 +32,8 @@ use super::turn::TurnId;
 use super::usage::LlmUsage;
 use crate::backends::{ChatRequest, RequestKind};
 use crate::memory::{
-    Degradation, FactKey, MemoryConfig, NpcId, Origin, PromptMessage, ReplyInput, SummaryJob,
-    estimate_prompt_tokens,
+    Degradation, FactKey, MemoryConfig, NpcId, Origin, PromptMessage, ReplyFields, ReplyInput,
+    ReplyTagStream, SummaryJob, estimate_prompt_tokens,
 };
 use crate::save::WaitingLine;
 
@@ -174,7 +174,8 @@ impl<'w> Dialogue<'w, '_> {
         };
         let ticket = self.bridge.reserve();
         self.scheduler.queue_reply(npc, ticket.id, request);
-        self.requests.start_reply(npc, ticket, turn);
+        let tags = self.bindings.reply_fields(npc).map(ReplyTagStream::new);
+        self.requests.start_reply(npc, ticket, turn, tags);
     }
 
     /// Queues a summary that became due; it is built when the scheduler sends it.
@@ -511,6 +512,8 @@ impl<'w> Dialogue<'w, '_> {
     fn apply_persona(&mut self, npc: &NpcId, persona: &Persona) {
         self.lore.set_groups(npc, &persona.groups);
         self.actions.allow(npc, &persona.actions);
+        self.bindings
+            .set_reply_fields(npc, persona.reply_field_set());
         self.scheduler.set_persona_tier(npc, persona.tier);
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         let tier = self.scheduler.tier(npc);
@@ -541,6 +544,19 @@ impl<'w> Dialogue<'w, '_> {
                 persona.tiers.clone()
             }
         }
+    }
+
+    /// Takes the reply-field tag off the start of a reply of the NPC: the fields it
+    /// set, and the words. An NPC without reply fields keeps its reply as it is.
+    fn split_fields(&self, npc: &NpcId, reply: String) -> (ReplyFields, String) {
+        let Some(set) = self.bindings.reply_fields(npc) else {
+            return (ReplyFields::default(), reply);
+        };
+        let (fields, words) = set.split(&reply);
+        if words.len() == reply.len() {
+            return (fields, reply);
+        }
+        (fields, words.to_owned())
     }
 
     fn report_overflow(&mut self, npc: &NpcId, overflow: Option<Degradation>) {

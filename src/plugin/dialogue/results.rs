@@ -58,6 +58,15 @@ impl Dialogue<'_, '_> {
             }
         }
         self.paced(task, &result);
+        // A start held back as a possible tag that was none is the reply's last
+        // piece: the deltas add up to the reply.
+        let max = self.settings.max_reply_chars;
+        if result.is_ok()
+            && let Some((turn, delta)) = self.requests.flush_delta(&npc, task, max)
+        {
+            let npc = npc.clone();
+            self.out.delta(NpcReplyDelta { npc, turn, delta });
+        }
         let Some(finished) = self.requests.finish(&npc, task) else {
             return;
         };
@@ -116,10 +125,20 @@ impl Dialogue<'_, '_> {
             return;
         };
         self.actions.end_turn(npc);
+        let mut fields = self.requests.take_fields(npc, turn);
+        let result = result.and_then(|response| {
+            let (own, words) = self.split_fields(npc, response.content);
+            fields.merge(own);
+            if words.is_empty() {
+                // Only a tag: no words to remember or show.
+                return Err(empty_reply(self.bridge.backend_name(Purpose::Reply)));
+            }
+            Ok(words)
+        });
         match result {
-            Ok(response) => {
+            Ok(words) => {
                 let now = self.clock.now();
-                let text: Arc<str> = self.cut_runaway(npc, response.content).into();
+                let text: Arc<str> = self.cut_runaway(npc, words).into();
                 if let Some(mut layers) = self.layers.get_mut(npc) {
                     let replied = layers.reply(text.clone(), now);
                     self.out.replied(NpcReplied {
@@ -127,6 +146,7 @@ impl Dialogue<'_, '_> {
                         turn,
                         text,
                         index: replied.index,
+                        fields,
                     });
                     self.report_overflow(npc, replied.overflow);
                     self.send_summary(npc, replied.summary);

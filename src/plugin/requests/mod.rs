@@ -13,7 +13,7 @@ pub(crate) use sending::Resend;
 use super::bridge::{TaskId, Ticket};
 use super::npc_state::NpcState;
 use super::turn::{TurnCounter, TurnId};
-use crate::memory::{NpcId, SummaryJobId};
+use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJobId};
 use crate::save::WaitingLine;
 use policy::LineQueue;
 
@@ -40,6 +40,8 @@ struct NpcSlot {
     /// The turn whose actions the game is answering: no reply is in flight, but
     /// the NPC is not free for the next line.
     acting: Option<TurnId>,
+    /// Reply fields the turn's acting words set, delivered with its reply.
+    fields: Option<(TurnId, ReplyFields)>,
 }
 
 /// A summary request, queued or sent.
@@ -67,6 +69,9 @@ struct ReplyInFlight {
     streamed: String,
     /// `streamed`'s length in characters, kept so the cap costs nothing per piece.
     streamed_chars: usize,
+    /// Holds back the reply-field tag at the start, for an NPC that declares
+    /// reply fields; `None` streams every piece as it comes.
+    tags: Option<ReplyTagStream>,
 }
 
 /// A reply stopped by an interrupt.
@@ -241,7 +246,14 @@ impl NpcRequests {
         Some(line)
     }
 
-    pub(crate) fn start_reply(&mut self, npc: &NpcId, ticket: Ticket, turn: TurnId) {
+    /// `tags`: the NPC declares reply fields, whose tag its deltas never show.
+    pub(crate) fn start_reply(
+        &mut self,
+        npc: &NpcId,
+        ticket: Ticket,
+        turn: TurnId,
+        tags: Option<ReplyTagStream>,
+    ) {
         let slot = self.slot(npc);
         debug_assert!(slot.reply.is_none(), "one reply in flight per NPC");
         slot.reply = Some(ReplyInFlight {
@@ -251,6 +263,7 @@ impl NpcRequests {
             streamed_chars: 0,
             request: None,
             rate_limited: 0,
+            tags,
         });
         self.in_flight += 1;
     }
@@ -291,12 +304,41 @@ impl NpcRequests {
         piece: String,
         max_chars: usize,
     ) -> Option<(TurnId, String)> {
-        let reply = self
-            .npcs
+        let reply = self.reply_of(npc, task)?;
+        let piece = match &mut reply.tags {
+            Some(tags) => tags.push(&piece),
+            None => piece,
+        };
+        Self::show(reply, piece, max_chars)
+    }
+
+    /// What a reply's tag stream still held back when the reply came whole: the
+    /// start of a reply that never became a tag, shown as the last piece.
+    pub(crate) fn flush_delta(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        max_chars: usize,
+    ) -> Option<(TurnId, String)> {
+        let reply = self.reply_of(npc, task)?;
+        let piece = reply.tags.as_mut()?.finish();
+        Self::show(reply, piece, max_chars)
+    }
+
+    fn reply_of(&mut self, npc: &NpcId, task: TaskId) -> Option<&mut ReplyInFlight> {
+        self.npcs
             .get_mut(npc)?
             .reply
             .as_mut()
-            .filter(|r| r.ticket.id == task)?;
+            .filter(|r| r.ticket.id == task)
+    }
+
+    /// Records a piece as shown, cut to the reply's cap.
+    fn show(
+        reply: &mut ReplyInFlight,
+        piece: String,
+        max_chars: usize,
+    ) -> Option<(TurnId, String)> {
         let room = max_chars.saturating_sub(reply.streamed_chars);
         let piece = crate::memory::first_chars(&piece, room).to_owned();
         if piece.is_empty() {
@@ -305,6 +347,24 @@ impl NpcRequests {
         reply.streamed_chars += piece.chars().count();
         reply.streamed.push_str(&piece);
         Some((reply.turn, piece))
+    }
+
+    /// Keeps the reply fields the acting words of `turn` set, for its reply.
+    pub(crate) fn keep_fields(&mut self, npc: &NpcId, turn: TurnId, fields: ReplyFields) {
+        let slot = self.slot(npc);
+        match &mut slot.fields {
+            Some((kept, earlier)) if *kept == turn => earlier.merge(fields),
+            _ => slot.fields = Some((turn, fields)),
+        }
+    }
+
+    /// The reply fields kept for `turn`, if any; another turn's are dropped.
+    pub(crate) fn take_fields(&mut self, npc: &NpcId, turn: TurnId) -> ReplyFields {
+        let kept = self.npcs.get_mut(npc).and_then(|slot| slot.fields.take());
+        match kept {
+            Some((kept, fields)) if kept == turn => fields,
+            _ => ReplyFields::default(),
+        }
     }
 
     /// Stops the NPC's reply in flight, if any, and returns what it had streamed.
@@ -327,6 +387,7 @@ impl NpcRequests {
         };
         let reply = slot.reply.take().map(|r| r.ticket);
         let had_reply = reply.is_some() || slot.acting.is_some();
+        slot.fields = None;
         if slot.acting.take().is_some() {
             self.acting -= 1;
         }
@@ -379,56 +440,4 @@ impl NpcRequests {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugin::messages::ReplyError;
-
-    const RULES: LineRules = LineRules {
-        max_line_chars: 100,
-        max_queued_lines: 2,
-    };
-
-    #[test]
-    fn accepted_lines_get_unique_turns_that_they_keep_while_waiting() {
-        let mut requests = NpcRequests::default();
-        let echo = NpcId::new("echo7");
-        let guard = NpcId::new("guard");
-        // Lines for NPCs whose persona is loading wait, whoever they are for.
-        let Offer::Queued(first) =
-            requests.offer(&echo, WaitingLine::new("one"), &Readiness::Loading, RULES)
-        else {
-            panic!("a loading NPC's line waits");
-        };
-        let Offer::Queued(other) =
-            requests.offer(&guard, WaitingLine::new("hi"), &Readiness::Loading, RULES)
-        else {
-            panic!("a loading NPC's line waits");
-        };
-        let Offer::Queued(second) =
-            requests.offer(&echo, WaitingLine::new("two"), &Readiness::Loading, RULES)
-        else {
-            panic!("a loading NPC's line waits");
-        };
-        assert!(matches!(
-            requests.offer(&echo, WaitingLine::new("three"), &Readiness::Loading, RULES),
-            Offer::Refused(ReplyError::Busy { .. }, _)
-        ));
-        assert!(
-            first < other && other < second,
-            "ids are unique across NPCs"
-        );
-        let restored = requests.restore(&guard, WaitingLine::new("from a save"));
-        assert_eq!(
-            restored.get(),
-            second.get() + 1,
-            "the refused line took none"
-        );
-
-        assert_eq!(requests.next_line(&echo).map(|l| l.turn), Some(first));
-        assert_eq!(requests.next_line(&echo).map(|l| l.turn), Some(second));
-        let drained: Vec<_> = requests.drain(&guard).into_iter().map(|l| l.turn).collect();
-        assert_eq!(drained, [other, restored]);
-        assert!(requests.is_idle());
-        assert_eq!(requests.state(&echo), NpcState::Idle);
-    }
-}
+mod tests;

@@ -76,6 +76,10 @@ impl NpcRequests {
                 return None;
             }
             let request = reply.request.take()?;
+            // A tag start held back was never shown: the new attempt starts over.
+            if let Some(tags) = &mut reply.tags {
+                tags.restart();
+            }
             reply.rate_limited += 1;
             reply.ticket = Ticket::queued(task);
             self.running -= 1;
