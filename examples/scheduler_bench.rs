@@ -587,7 +587,12 @@ fn observe(
     }
     for event in degraded.read() {
         match event.degradation {
-            bevy_npc_memory::memory::Degradation::WindowOverflow { .. } => observed.overflows += 1,
+            bevy_npc_memory::memory::Degradation::WindowOverflow { ref dropped } => {
+                observed.overflows += 1;
+                if std::env::var_os("SCHEDULER_BENCH_OVERFLOWS").is_some() {
+                    eprintln!("window overflow: {} dropped {dropped:?}", event.npc);
+                }
+            }
             _ => observed.summary_failures += 1,
         }
     }

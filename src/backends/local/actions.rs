@@ -72,14 +72,7 @@ mod tests {
     use crate::memory::Role;
     use serde_json::json;
 
-    fn door() -> ActionSpec {
-        ActionSpec {
-            name: "open_door".into(),
-            description: "Open a door.".into(),
-            parameters: json!({"$schema": "x", "title": "OpenDoor", "type": "object",
-                "properties": {"door": {"type": "string"}}, "required": ["door"]}),
-        }
-    }
+    use crate::backends::call_object::door;
 
     #[test]
     fn a_required_plan_describes_the_actions_and_forces_a_call() {

@@ -174,32 +174,16 @@ fn odd_keys_and_empty_objects() {
 #[test]
 fn llama_cpp_accepts_the_grammars() {
     use std::collections::HashSet;
-    use std::path::PathBuf;
 
-    use llama_cpp_2::model::LlamaModel;
-    use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::sampling::LlamaSampler;
 
     use crate::backends::ActionChoice;
-    use crate::backends::local::DEFAULT_MODEL_PATH;
     use crate::backends::local::actions::plan;
-    use crate::backends::local::worker::llama;
     use crate::memory::{PromptMessage, Role};
 
-    let path = std::env::var_os("NPC_MEMORY_TEST_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH));
-    if !path.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no model at {}",
-            path.display()
-        );
-        eprintln!("skipped: no model at {}", path.display());
+    let Some(model) = crate::backends::local::test_vocabulary() else {
         return;
-    }
-    let params = LlamaModelParams::default().with_vocab_only(true);
-    let model = LlamaModel::load_from_file(llama(false).unwrap(), &path, &params).unwrap();
+    };
     let odd = spec(
         "odd \"one\"",
         json!({"type": "object", "properties": {

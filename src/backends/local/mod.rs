@@ -242,3 +242,26 @@ impl ChatBackend for LocalLlmBackend {
 fn worker_gone(name: &str) -> BackendError {
     BackendError::Other(format!("{name}: the local model thread has stopped"))
 }
+
+/// The demo model's vocabulary, for unit tests: `NPC_MEMORY_TEST_MODEL`, else the
+/// demo path. `None`, with the reason printed, when it was not fetched; in CI a
+/// missing model fails the test.
+#[cfg(test)]
+pub(crate) fn test_vocabulary() -> Option<llama_cpp_2::model::LlamaModel> {
+    use llama_cpp_2::model::params::LlamaModelParams;
+    let path = std::env::var_os("NPC_MEMORY_TEST_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH));
+    if !path.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no model at {}",
+            path.display()
+        );
+        eprintln!("skipped: no model at {}", path.display());
+        return None;
+    }
+    let params = LlamaModelParams::default().with_vocab_only(true);
+    let backend = worker::llama(false).unwrap();
+    Some(llama_cpp_2::model::LlamaModel::load_from_file(backend, &path, &params).unwrap())
+}

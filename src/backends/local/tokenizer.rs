@@ -312,34 +312,13 @@ mod tests {
     /// With the demo model's real vocabulary and template. Skipped, saying so,
     /// when the model was not fetched (`bash scripts/fetch-model.sh`), except in CI.
     mod with_the_demo_model {
-        use std::path::PathBuf;
-
         use llama_cpp_2::model::LlamaModel;
-        use llama_cpp_2::model::params::LlamaModelParams;
 
         use super::*;
-        use crate::backends::local::DEFAULT_MODEL_PATH;
-        use crate::backends::local::worker::{llama, render};
+        use crate::backends::local::worker::render;
         use crate::memory::{PromptMessage, Role};
 
-        fn model() -> Option<LlamaModel> {
-            let path = std::env::var_os("NPC_MEMORY_TEST_MODEL")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_MODEL_PATH)
-                });
-            if !path.is_file() {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "no model at {}",
-                    path.display()
-                );
-                eprintln!("skipped: no model at {}", path.display());
-                return None;
-            }
-            let params = LlamaModelParams::default().with_vocab_only(true);
-            Some(LlamaModel::load_from_file(llama(false).unwrap(), &path, &params).unwrap())
-        }
+        use crate::backends::local::test_vocabulary as model;
 
         /// What the model read before: the whole rendered text, special tokens parsed.
         fn as_before(model: &LlamaModel, messages: &[PromptMessage]) -> Vec<LlamaToken> {

@@ -87,7 +87,7 @@ impl<W> Policy<W> {
                 continue;
             }
             let tokens = top.tokens;
-            if let Some(held) = self.hold(now, tokens, limits.of(top.class())) {
+            if let Some(held) = self.hold(now, tokens, limits.of(top.budget_class())) {
                 self.held = Some(held);
                 return None;
             }
@@ -255,6 +255,41 @@ mod tests {
         assert_eq!(one.of(Class::Summary), (Some(1), None));
         assert_eq!(limits.of(Class::Summary), (Some(3), None));
         assert_eq!(limits.of(Class::Reply), (Some(4), None));
+    }
+
+    #[test]
+    fn only_the_foreground_summary_near_its_hard_cap_may_use_the_reserve() {
+        let limits = Limits {
+            requests: Some(4),
+            tokens: None,
+            reply_reserve: 0.25,
+        };
+        let mut policy = Policy::default();
+        for name in ["bg 1", "bg 2", "bg 3"] {
+            policy.queue.push(
+                secs(0),
+                Class::Summary,
+                MemoryTier::Background,
+                secs(0),
+                50,
+                name,
+            );
+        }
+        let spent = std::iter::from_fn(|| policy.next(secs(0), limits, |_| true)).count();
+        assert_eq!(spent, 3, "the summaries' share is spent");
+        let pressing = (Class::Summary, true);
+        for (tier, name) in [
+            (MemoryTier::Nearby, "near, full window"),
+            (MemoryTier::Foreground, "fg, full window"),
+        ] {
+            policy
+                .queue
+                .push_ranked(secs(1), pressing, tier, secs(1), 50, name);
+        }
+        let next = policy.next(secs(1), limits, |_| true).map(|e| e.work);
+        assert_eq!(next, Some("fg, full window"), "it takes the reserve");
+        assert!(policy.next(secs(1), limits, |_| true).is_none());
+        assert_eq!(policy.held(), Some(Held::Requests(secs(60))));
     }
 
     #[test]

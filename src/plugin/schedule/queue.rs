@@ -45,9 +45,18 @@ pub(crate) struct Entry<W> {
 }
 
 impl<W> Entry<W> {
-    /// Whether it is a reply or a summary.
-    pub(crate) fn class(&self) -> Class {
-        self.rank.class
+    /// The share of the budget it may use. A pressing summary of the NPC the
+    /// player is talking to may use the replies' reserve: under a spent summary
+    /// share, that conversation would otherwise lose lines from its prompt while
+    /// its replies kept coming. Other pressing summaries keep to the summaries'
+    /// share, so they never delay the player's reply.
+    pub(crate) fn budget_class(&self) -> Class {
+        let talking = self.rank.urgency == MemoryTier::Foreground.urgency();
+        if self.rank.pressing && talking {
+            Class::Reply
+        } else {
+            self.rank.class
+        }
     }
 }
 
