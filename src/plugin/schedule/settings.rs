@@ -42,7 +42,10 @@ pub struct ScheduleSettings {
     /// most 30 in any 60 seconds and replies may use all 40. At 0, summaries may
     /// spend the whole budget, and a reply then waits until the oldest request of
     /// the minute ages out, up to a minute. Summaries always keep at least one
-    /// request (and token) a minute, however small the budget.
+    /// request (and token) a minute, however small the budget. The one summary
+    /// that may use the reserve is a [`Foreground`](MemoryTier::Foreground) NPC's
+    /// whose window has used half its room to the hard cap: that conversation
+    /// would otherwise lose lines from its prompt while its replies kept coming.
     pub reply_reserve: f32,
     /// How long a [`Background`](MemoryTier::Background) NPC's summary waits before
     /// it competes for a request. Lines that arrive meanwhile join it, so one
