@@ -154,7 +154,7 @@ impl AutoplayBackend {
 
 impl ChatBackend for AutoplayBackend {
     fn name(&self) -> &str {
-        "offline"
+        "autoplay"
     }
 
     fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {

@@ -171,6 +171,14 @@ mod tests {
         Duration::from_secs(s)
     }
 
+    /// Background summaries of 50 tokens each, all ready at 0 s, in this order.
+    fn queue_background_summaries(policy: &mut Policy<&'static str>, names: &[&'static str]) {
+        for &name in names {
+            let (class, tier) = (Class::Summary, MemoryTier::Background);
+            policy.queue.push(secs(0), class, tier, secs(0), 50, name);
+        }
+    }
+
     const RULES: BackoffRules = BackoffRules {
         first: Duration::from_secs(1),
         max: Duration::from_secs(30),
@@ -184,16 +192,7 @@ mod tests {
             reply_reserve: 0.0,
         };
         let mut policy = Policy::default();
-        for name in ["bg 1", "bg 2", "bg 3"] {
-            policy.queue.push(
-                secs(0),
-                Class::Summary,
-                MemoryTier::Background,
-                secs(0),
-                50,
-                name,
-            );
-        }
+        queue_background_summaries(&mut policy, &["bg 1", "bg 2", "bg 3"]);
         let first = policy.next(secs(0), limits, |_| true).map(|e| e.work);
         assert_eq!(first, Some("bg 1"));
         assert_eq!(policy.next(secs(1), limits, |_| true).map(|e| e.work), None);
@@ -221,16 +220,7 @@ mod tests {
             reply_reserve: 0.25,
         };
         let mut policy = Policy::default();
-        for name in ["bg 1", "bg 2", "bg 3", "bg 4"] {
-            policy.queue.push(
-                secs(0),
-                Class::Summary,
-                MemoryTier::Background,
-                secs(0),
-                50,
-                name,
-            );
-        }
+        queue_background_summaries(&mut policy, &["bg 1", "bg 2", "bg 3", "bg 4"]);
         let sent: Vec<_> = std::iter::from_fn(|| policy.next(secs(0), limits, |_| true))
             .map(|e| e.work)
             .collect();
@@ -265,16 +255,7 @@ mod tests {
             reply_reserve: 0.25,
         };
         let mut policy = Policy::default();
-        for name in ["bg 1", "bg 2", "bg 3"] {
-            policy.queue.push(
-                secs(0),
-                Class::Summary,
-                MemoryTier::Background,
-                secs(0),
-                50,
-                name,
-            );
-        }
+        queue_background_summaries(&mut policy, &["bg 1", "bg 2", "bg 3"]);
         let spent = std::iter::from_fn(|| policy.next(secs(0), limits, |_| true)).count();
         assert_eq!(spent, 3, "the summaries' share is spent");
         let pressing = (Class::Summary, true);
