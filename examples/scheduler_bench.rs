@@ -49,6 +49,16 @@
 //!   With it the bracket is also read in the frame thread's CPU time
 //!   (`CLOCK_THREAD_CPUTIME_ID`), which leaves out time the thread spent preempted
 //!   by the client's and server's threads (`plugin_frame_cpu_ms` in the JSON).
+//!   A control bracket runs after it each frame, around nothing but busy
+//!   arithmetic lasting the plugin's mean CPU time per frame (`control_cpu_ms`):
+//!   on a virtual machine the thread's CPU clock itself jumps by a millisecond or
+//!   more now and then, and a jump in the control at the same rate as over-1-ms
+//!   frames in the plugin's bracket says those frames are the clock, not the
+//!   plugin. Frames over 1 ms are also counted apart when the plugin took in,
+//!   sent or applied anything in them, and when the thread was preempted inside
+//!   the bracket (an involuntary context switch, from `getrusage`).
+//!   `SCHEDULER_BENCH_SPIKES=1` prints each such frame: its time per system set,
+//!   user and system time, page faults and context switches.
 //!
 //! Reported per mode: the foreground reply latency (from writing `TalkToNpc` before
 //! a frame to the frame that reads `NpcReplied`) at p50 and p95; the plugin's work
@@ -486,16 +496,122 @@ struct Bracket {
     started: Option<(Instant, Option<Duration>)>,
     samples: Vec<Duration>,
     cpu_samples: Vec<Duration>,
+    /// Per frame: did the plugin take in, send or apply anything?
+    active: Vec<bool>,
+    /// This frame's CPU stamps after each of the plugin's sets but the last, so
+    /// a frame over budget can say where its time went.
+    set_stamps: Vec<Duration>,
+    /// The thread's resource use when the bracket opened.
+    usage_at_start: Option<ThreadUsage>,
+    /// Frames over 1 ms of CPU during which the thread was preempted (an
+    /// involuntary context switch inside the bracket).
+    preempted_over_budget: usize,
     one_thread: bool,
 }
 
+/// A second bracket, around a fixed amount of busy work and nothing else.
+///
+/// This VM's thread CPU clock now and then jumps by 1-3 ms inside a bracket that
+/// holds only a few microseconds of work (host preemption charged to the thread),
+/// and such jumps land in the plugin's bracket too. The control runs every frame
+/// for about as long as the plugin's mean frame, so both brackets are exposed to
+/// the clock for the same CPU time: jumps of the clock alone show up in both at
+/// the same rate, while plugin work over 1 ms shows up only in the plugin's.
+#[derive(Resource, Default)]
+struct Control {
+    /// Spin iterations per microsecond of CPU, measured before the run.
+    iterations_per_us: f64,
+    samples: Vec<Duration>,
+    /// As [`Bracket::preempted_over_budget`].
+    preempted_over_budget: usize,
+}
+
+/// Busy work the optimizer cannot remove.
+fn spin(iterations: u64) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x0100_0000_01B3);
+    }
+    x
+}
+
+/// How many spin iterations a microsecond of CPU holds: the fastest of several
+/// tries, so a clock jump during calibration cannot skew it.
+fn calibrate_spin() -> f64 {
+    const ITERATIONS: u64 = 200_000;
+    let fastest = (0..20)
+        .filter_map(|_| {
+            let start = thread_cpu_time()?;
+            std::hint::black_box(spin(ITERATIONS));
+            Some(thread_cpu_time()?.saturating_sub(start))
+        })
+        .min()
+        .unwrap_or_default();
+    ITERATIONS as f64 / fastest.as_secs_f64().max(1e-9) / 1e6
+}
+
+fn control_bracket(mut control: ResMut<Control>, bracket: Res<Bracket>) {
+    if !bracket.one_thread {
+        return;
+    }
+    if control.iterations_per_us == 0.0 {
+        control.iterations_per_us = calibrate_spin();
+    }
+    // Match the plugin's mean CPU per frame so far, each frame capped at the
+    // budget so the clock's own jumps do not lengthen the control.
+    let frames = bracket.cpu_samples.len().max(1) as f64;
+    let mean_us = bracket
+        .cpu_samples
+        .iter()
+        .map(|d| d.min(&FRAME_BUDGET).as_secs_f64() * 1e6)
+        .sum::<f64>()
+        / frames;
+    let iterations = (mean_us * control.iterations_per_us) as u64;
+    let usage = ThreadUsage::now();
+    let (Some(start), _, Some(end)) = (
+        thread_cpu_time(),
+        std::hint::black_box(spin(iterations)),
+        thread_cpu_time(),
+    ) else {
+        return;
+    };
+    control.samples.push(end.saturating_sub(start));
+    let usage = usage.zip(ThreadUsage::now());
+    if end.saturating_sub(start) > FRAME_BUDGET
+        && usage.is_some_and(|(before, after)| after.preempted_since(before))
+    {
+        control.preempted_over_budget += 1;
+    }
+    if end.saturating_sub(start) > FRAME_BUDGET
+        && spike_diagnostics()
+        && let Some((before, after)) = usage
+    {
+        eprintln!(
+            "control over 1 ms of CPU: {:.3} ms; {}",
+            end.saturating_sub(start).as_secs_f64() * 1e3,
+            after.since(before)
+        );
+    }
+}
+
 fn bracket_start(mut bracket: ResMut<Bracket>) {
+    // Read before the CPU stamp, so the getrusage call is not in the bracket.
+    bracket.usage_at_start = bracket.one_thread.then(ThreadUsage::now).flatten();
     let cpu = if bracket.one_thread {
         thread_cpu_time()
     } else {
         None
     };
     bracket.started = Some((Instant::now(), cpu));
+    bracket.set_stamps.clear();
+}
+
+fn set_stamp(mut bracket: ResMut<Bracket>) {
+    if bracket.one_thread
+        && let Some(now) = thread_cpu_time()
+    {
+        bracket.set_stamps.push(now);
+    }
 }
 
 fn bracket_end(mut bracket: ResMut<Bracket>) {
@@ -505,11 +621,91 @@ fn bracket_end(mut bracket: ResMut<Bracket>) {
     } else {
         None
     };
+    let usage = bracket.usage_at_start.take().zip(ThreadUsage::now());
     if let Some((started, cpu_started)) = bracket.started.take() {
         bracket.samples.push(now - started);
         if let (Some(start), Some(end)) = (cpu_started, cpu_now) {
             bracket.cpu_samples.push(end.saturating_sub(start));
+            let preempted = usage.is_some_and(|(before, after)| after.preempted_since(before));
+            if end.saturating_sub(start) > FRAME_BUDGET && preempted {
+                bracket.preempted_over_budget += 1;
+            }
+            if end.saturating_sub(start) > FRAME_BUDGET && spike_diagnostics() {
+                let mut split = Vec::new();
+                let mut last = start;
+                for stamp in bracket.set_stamps.iter().copied().chain([end]) {
+                    split.push(format!(
+                        "{:.3}",
+                        (stamp.saturating_sub(last)).as_secs_f64() * 1e3
+                    ));
+                    last = stamp;
+                }
+                let usage = usage.map_or(String::new(), |(before, after)| after.since(before));
+                eprintln!(
+                    "frame {} over 1 ms of CPU: {:.3} ms; by set (personas, intake, collect, persist): {}; {usage}",
+                    bracket.cpu_samples.len(),
+                    end.saturating_sub(start).as_secs_f64() * 1e3,
+                    split.join(" / ")
+                );
+            }
         }
+    }
+}
+
+/// `SCHEDULER_BENCH_SPIKES=1` prints every frame over 1 ms of CPU, split by set,
+/// with the thread's user and system time, page faults and context switches.
+fn spike_diagnostics() -> bool {
+    std::env::var_os("SCHEDULER_BENCH_SPIKES").is_some()
+}
+
+/// The calling thread's resource use (`getrusage(RUSAGE_THREAD)`).
+#[derive(Clone, Copy)]
+struct ThreadUsage {
+    user: Duration,
+    system: Duration,
+    minor_faults: i64,
+    major_faults: i64,
+    voluntary_switches: i64,
+    involuntary_switches: i64,
+}
+
+impl ThreadUsage {
+    #[cfg(target_os = "linux")]
+    fn now() -> Option<Self> {
+        // SAFETY: getrusage fills the one struct it is given; all-zero is a valid rusage.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } == 0;
+        let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        ok.then(|| Self {
+            user: time(usage.ru_utime),
+            system: time(usage.ru_stime),
+            minor_faults: usage.ru_minflt,
+            major_faults: usage.ru_majflt,
+            voluntary_switches: usage.ru_nvcsw,
+            involuntary_switches: usage.ru_nivcsw,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn now() -> Option<Self> {
+        None
+    }
+
+    fn preempted_since(&self, before: Self) -> bool {
+        self.involuntary_switches > before.involuntary_switches
+    }
+
+    fn since(&self, before: Self) -> String {
+        let ms = |a: Duration, b: Duration| a.saturating_sub(b).as_secs_f64() * 1e3;
+        format!(
+            "user {:.3} ms, system {:.3} ms, page faults {} minor / {} major, context switches {} voluntary / {} involuntary",
+            ms(self.user, before.user),
+            ms(self.system, before.system),
+            self.minor_faults - before.minor_faults,
+            self.major_faults - before.major_faults,
+            self.voluntary_switches - before.voluntary_switches,
+            self.involuntary_switches - before.involuntary_switches,
+        )
     }
 }
 
@@ -554,8 +750,11 @@ fn observe(
     mut failed: MessageReader<NpcReplyFailed>,
     mut summaries: MessageReader<NpcSummaryUpdated>,
     mut degraded: MessageReader<NpcMemoryDegraded>,
+    mut bracket: ResMut<Bracket>,
 ) {
     let now = Instant::now();
+    let events = started.len() + replied.len() + failed.len() + summaries.len() + degraded.len();
+    bracket.active.push(events > 0);
     for start in started.read() {
         if start.npc.as_str() == FOREGROUND
             && let Some(at) = observed.written.remove(&*start.line)
@@ -626,12 +825,23 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
             ..default()
         })
         .init_resource::<Observed>()
+        .init_resource::<Control>()
         .add_systems(
             Update,
             (
                 bracket_start.before(NpcMemorySystems::Personas),
+                set_stamp
+                    .after(NpcMemorySystems::Personas)
+                    .before(NpcMemorySystems::Intake),
+                set_stamp
+                    .after(NpcMemorySystems::Intake)
+                    .before(NpcMemorySystems::Collect),
+                set_stamp
+                    .after(NpcMemorySystems::Collect)
+                    .before(NpcMemorySystems::Persist),
                 bracket_end.after(NpcMemorySystems::Persist),
                 observe.after(bracket_end),
+                control_bracket.after(observe),
             ),
         );
     if args.single_threaded {
@@ -685,6 +895,8 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
     let mut bracket = app.world_mut().resource_mut::<Bracket>();
     bracket.samples.clear();
     bracket.cpu_samples.clear();
+    bracket.active.clear();
+    app.world_mut().resource_mut::<Control>().samples.clear();
     app
 }
 
@@ -736,6 +948,16 @@ struct ModeReport {
     /// The bracket in the thread's CPU time (single-threaded executor only).
     cpu: Option<Stats>,
     cpu_over_budget: usize,
+    /// Of those, frames in which the plugin took in, sent or applied anything.
+    cpu_over_budget_active: usize,
+    /// Of those, frames in which the thread was preempted inside the bracket.
+    cpu_over_budget_preempted: usize,
+    /// CPU seconds inside the plugin's bracket and inside the control's.
+    cpu_total: f64,
+    control: Option<Stats>,
+    control_over_budget: usize,
+    control_over_budget_preempted: usize,
+    control_total: f64,
     plugin_requests: u64,
     replies: Traffic,
     summaries: Traffic,
@@ -761,6 +983,7 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
         if now >= run {
             break;
         }
+        let inputs = (next_chatter, next_player);
         while loaded && next_chatter < plan.chatter.len() && plan.chatter[next_chatter].0 <= now {
             let (_, npc, line) = &plan.chatter[next_chatter];
             app.world_mut()
@@ -778,6 +1001,11 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
             next_player += 1;
         }
         app.update();
+        if inputs != (next_chatter, next_player)
+            && let Some(active) = app.world_mut().resource_mut::<Bracket>().active.last_mut()
+        {
+            *active = true;
+        }
         frames += 1;
         std::thread::sleep(FRAME_SLEEP);
     }
@@ -786,6 +1014,11 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
     let world = app.world_mut();
     let bracket = std::mem::take(&mut world.resource_mut::<Bracket>().samples);
     let cpu = std::mem::take(&mut world.resource_mut::<Bracket>().cpu_samples);
+    let active = std::mem::take(&mut world.resource_mut::<Bracket>().active);
+    let control = std::mem::take(&mut world.resource_mut::<Control>().samples);
+    let cpu_over_budget_preempted = world.resource::<Bracket>().preempted_over_budget;
+    let control_over_budget_preempted = world.resource::<Control>().preempted_over_budget;
+    let total = |samples: &[Duration]| samples.iter().sum::<Duration>().as_secs_f64();
     let scheduler = world.resource::<NpcMemoryScheduler>();
     let (plugin_requests, deferred_at_end, queue_at_end, budget) = (
         scheduler.requests_sent(),
@@ -807,7 +1040,18 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
         frames_over_budget: bracket.iter().filter(|d| **d > FRAME_BUDGET).count(),
         bracket: Stats::of(&bracket),
         cpu_over_budget: cpu.iter().filter(|d| **d > FRAME_BUDGET).count(),
+        cpu_over_budget_active: cpu
+            .iter()
+            .zip(&active)
+            .filter(|(d, active)| **d > FRAME_BUDGET && **active)
+            .count(),
+        cpu_over_budget_preempted,
+        cpu_total: total(&cpu),
         cpu: (!cpu.is_empty()).then(|| Stats::of(&cpu)),
+        control_over_budget: control.iter().filter(|d| **d > FRAME_BUDGET).count(),
+        control_over_budget_preempted,
+        control_total: total(&control),
+        control: (!control.is_empty()).then(|| Stats::of(&control)),
         plugin_requests,
         replies,
         summaries,
@@ -828,6 +1072,35 @@ impl ModeReport {
             rate_limited: self.replies.rate_limited + self.summaries.rate_limited,
             tokens_sent: self.replies.tokens_sent + self.summaries.tokens_sent,
             tokens_accepted: self.replies.tokens_accepted + self.summaries.tokens_accepted,
+        }
+    }
+
+    /// The plugin's and the control's CPU time per frame, when measured.
+    fn cpu_cell(&self) -> String {
+        match (&self.cpu, &self.control) {
+            (Some(cpu), Some(control)) => format!(
+                "{:.3} / {:.3}; {:.3} / {:.3}",
+                cpu.p99_ms, cpu.max_ms, control.p99_ms, control.max_ms
+            ),
+            _ => "–".to_owned(),
+        }
+    }
+
+    /// Frames over 1 ms of CPU in each bracket, with the CPU seconds each bracket
+    /// held: the two counts compare only at about equal exposure.
+    fn cpu_over_budget_cell(&self) -> String {
+        match (&self.cpu, &self.control) {
+            (Some(_), Some(_)) => format!(
+                "{} ({}, {}) in {:.2} s; {} ({}) in {:.2} s",
+                self.cpu_over_budget,
+                self.cpu_over_budget_active,
+                self.cpu_over_budget_preempted,
+                self.cpu_total,
+                self.control_over_budget,
+                self.control_over_budget_preempted,
+                self.control_total
+            ),
+            _ => "–".to_owned(),
         }
     }
 
@@ -867,6 +1140,18 @@ impl ModeReport {
                 "p99": round3(cpu.p99_ms),
                 "max": round3(cpu.max_ms),
                 "over_1ms": self.cpu_over_budget,
+                "over_1ms_in_frames_with_plugin_events": self.cpu_over_budget_active,
+                "over_1ms_preempted": self.cpu_over_budget_preempted,
+                "total_s": round3(self.cpu_total),
+            })),
+            "control_cpu_ms": self.control.as_ref().map(|control| json!({
+                "frames": control.samples,
+                "p50": round3(control.p50_ms),
+                "p99": round3(control.p99_ms),
+                "max": round3(control.max_ms),
+                "over_1ms": self.control_over_budget,
+                "over_1ms_preempted": self.control_over_budget_preempted,
+                "total_s": round3(self.control_total),
             })),
             "plugin_requests_sent": self.plugin_requests,
             "server": {
@@ -886,13 +1171,13 @@ impl ModeReport {
 
 fn print_table(reports: &[ModeReport]) {
     println!(
-        "| mode | NPCs | fg replies | fg latency p50 / p95 / max (ms) | fg unanswered / failed | plugin frame p99 / worst (ms) | frames > 1 ms | plugin requests | server requests / 429s | prompt tokens sent / accepted | per hour: sent / accepted | summaries (messages covered) | window overflows |"
+        "| mode | NPCs | fg replies | fg latency p50 / p95 / max (ms) | fg unanswered / failed | plugin frame p99 / worst (ms) | frames > 1 ms | CPU p99 / worst (ms): plugin; control | CPU > 1 ms: plugin (with plugin events, preempted); control (preempted) | plugin requests | server requests / 429s | prompt tokens sent / accepted | per hour: sent / accepted | summaries (messages covered) | window overflows |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in reports {
         let t = r.total();
         println!(
-            "| {} | {} | {} | {:.0} / {:.0} / {:.0} | {} / {} | {:.3} / {:.3} | {} of {} | {} | {} / {} | {} / {} | {:.0} / {:.0} | {} ({}) | {} |",
+            "| {} | {} | {} | {:.0} / {:.0} / {:.0} | {} / {} | {:.3} / {:.3} | {} of {} | {} | {} | {} | {} / {} | {} / {} | {:.0} / {:.0} | {} ({}) | {} |",
             r.mode.name(),
             r.npcs,
             r.latency.samples,
@@ -905,6 +1190,8 @@ fn print_table(reports: &[ModeReport]) {
             r.bracket.max_ms,
             r.frames_over_budget,
             r.bracket.samples,
+            r.cpu_cell(),
+            r.cpu_over_budget_cell(),
             r.plugin_requests,
             t.requests,
             t.rate_limited,
