@@ -307,11 +307,19 @@ impl Strategy for Layered {
         let asked = layers
             .record(Role::User, question, replay.last_timestamp)
             .index;
-        let started = Instant::now();
-        let prompt = layers.assemble();
-        self.micros
-            .borrow_mut()
-            .push(started.elapsed().as_secs_f64() * 1e6);
+        // Best of three, as the recall bench times queries: on a shared machine
+        // a single timing's tail is mostly other processes. Assembly reads the
+        // memory only, so the three prompts are the same.
+        let mut fastest = f64::INFINITY;
+        let mut prompt = None;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let assembled = layers.assemble();
+            fastest = fastest.min(started.elapsed().as_secs_f64() * 1e6);
+            prompt = Some(assembled);
+        }
+        let prompt = prompt.expect("assembled three times");
+        self.micros.borrow_mut().push(fastest);
         let mut sections = self.sections.borrow_mut();
         for section in &prompt.sections {
             let entry = sections.entry(format!("{:?}", section.kind)).or_default();
