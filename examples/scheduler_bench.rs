@@ -512,8 +512,8 @@ struct Bracket {
 /// A second bracket, around a fixed amount of busy work and nothing else.
 ///
 /// This VM's thread CPU clock now and then jumps by 1-3 ms inside a bracket that
-/// holds only a few microseconds of work (host preemption charged to the thread),
-/// and such jumps land in the plugin's bracket too. The control runs every frame
+/// holds only a few microseconds of work (time the host or the kernel took is
+/// charged to the thread), and such jumps land in the plugin's bracket too. The control runs every frame
 /// for about as long as the plugin's mean frame, so both brackets are exposed to
 /// the clock for the same CPU time: jumps of the clock alone show up in both at
 /// the same rate, while plugin work over 1 ms shows up only in the plugin's.
@@ -896,7 +896,10 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
     bracket.samples.clear();
     bracket.cpu_samples.clear();
     bracket.active.clear();
-    app.world_mut().resource_mut::<Control>().samples.clear();
+    bracket.preempted_over_budget = 0;
+    let mut control = app.world_mut().resource_mut::<Control>();
+    control.samples.clear();
+    control.preempted_over_budget = 0;
     app
 }
 
