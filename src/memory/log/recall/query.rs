@@ -72,8 +72,9 @@ pub struct RecallHit {
 /// Why a message was recalled, for the debug panel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RecallReason {
-    /// It shares these terms with the query (normalized: lower-case, singular, or
-    /// a two-character CJK slice), in the order the query has them.
+    /// It shares these terms with the query (normalized: lower-case, singular, a
+    /// two-character CJK slice, or one CJK character after `u:`), in the order
+    /// the query has them.
     Matched {
         /// The shared terms.
         terms: Vec<Arc<str>>,

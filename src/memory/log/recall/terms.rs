@@ -4,8 +4,9 @@
 //!   segmenter would be needed to find words. Overlapping character bigrams need
 //!   none and match most two-character words, the commonest kind. A run of a
 //!   single character also yields that character, so one-character words between
-//!   punctuation are not lost. Longer runs yield no unigrams: they would double
-//!   the postings for terms that carry little meaning on their own.
+//!   punctuation are not lost. Longer runs yield no unigrams here: the index adds
+//!   their characters apart ([`for_each_cjk_unigram`]), as terms of their own
+//!   that a query weighs lower and BM25's length leaves out.
 //! - Everything else that is alphanumeric forms words, lower-cased, with English
 //!   stopwords (question words included) dropped and plurals, possessives, the
 //!   commonest verb endings and one derivational suffix ("-ation", "-ly", ...)
