@@ -6,7 +6,7 @@
 //! cargo run --release -p bevy_npc_memory_bench --bin memory_bench -- --data PATH --strategy full|window|summary|layered
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
 //!     [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock]
-//!     [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep]
+//!     [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON]
 //!     [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]
 //! ```
 //!
@@ -24,6 +24,8 @@
 //! weights measured in BENCHMARKS.md; `HITS,TERMS,WEIGHT` sets all three, for
 //! tuning; `off` sets `expansion_hits` to 0. `--own-name skip` drops the NPC's
 //! name (`speaker_b`) from recall queries (`RecallConfig::skip_own_name`).
+//! `--recall-json '{"cjk_unigram_weight":0.3}'` sets any `RecallConfig` fields by
+//! their serde names, after every other flag, for tuning without a rebuild.
 //!
 //! `speaker_a` is the player and `speaker_b` the NPC. After each whole conversation,
 //! every question is the player's next line; the context is the message list the
@@ -52,7 +54,7 @@ use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -74,6 +76,8 @@ struct Args {
     expansion: Option<(usize, usize, f32)>,
     /// `--own-name skip|keep`; `None`: the library's default (keep).
     skip_own_name: Option<bool>,
+    /// `--recall-json`: `RecallConfig` fields to set, as a JSON object.
+    recall_json: Option<serde_json::Map<String, Value>>,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -92,6 +96,7 @@ fn parse_args() -> Result<Args, String> {
         day_headings: false,
         expansion: None,
         skip_own_name: None,
+        recall_json: None,
         dump: None,
         json: false,
     };
@@ -161,6 +166,13 @@ fn parse_args() -> Result<Args, String> {
                     "skip" => Some(true),
                     "keep" => Some(false),
                     other => return Err(format!("--own-name takes skip or keep, got {other:?}")),
+                }
+            }
+            "--recall-json" => {
+                let text = flags.value(&flag)?;
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(fields)) => args.recall_json = Some(fields),
+                    _ => return Err(format!("--recall-json takes a JSON object, got {text:?}")),
                 }
             }
             "--dump-prompts" => args.dump = Some(flags.value(&flag)?.into()),
@@ -496,6 +508,17 @@ fn run(args: &Args) -> Result<Value, String> {
     }
     if let Some(skip) = args.skip_own_name {
         config.features.recall.skip_own_name = skip;
+    }
+    if let Some(fields) = &args.recall_json {
+        let recall = &mut config.features.recall;
+        let mut merged = serde_json::to_value(&*recall).map_err(|e| e.to_string())?;
+        for (key, value) in fields {
+            match merged.get_mut(key) {
+                Some(slot) => *slot = value.clone(),
+                None => return Err(format!("--recall-json: RecallConfig has no field {key:?}")),
+            }
+        }
+        *recall = serde_json::from_value(merged).map_err(|e| format!("--recall-json: {e}"))?;
     }
 
     let mut tally = RecallTally::default();

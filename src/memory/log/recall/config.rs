@@ -109,6 +109,22 @@ pub struct RecallConfig {
     /// says its own name, so the name only matches lines that address it
     /// ("Thanks, Mel!"): short, ranked high, rarely a fact.
     pub skip_own_name: bool,
+    /// Weight, relative to the line's words (1.0), of the single characters of
+    /// a question's Chinese, Japanese or Korean runs, on top of their
+    /// overlapping bigrams. A bigram needs both characters in order; a question
+    /// often shares only one with the line it is after ("药箱" asked as "药品").
+    /// Function characters ("的", "了", "我") are never matched alone. Lower than
+    /// a word's weight: one character says less than two. 0 turns it off.
+    /// The index holds these characters either way; they do not count in a
+    /// message's BM25 length, so at 0 the ranking is the bigrams' alone.
+    pub cjk_unigram_weight: f32,
+    /// Weight factor, in `0.0..=1.0`, of a query's CJK term made only of Chinese
+    /// function characters ("是哪", "了吗", a lone "吗"; particles, pronouns,
+    /// question words): grammar that matches lines on any topic, as English
+    /// stopwords would. 0 (the default) drops such terms; 1.0 weighs them like
+    /// any term. A bigram with one function character ("住的") keeps its full
+    /// weight: weighing those down lost evidence on the tuning play-through.
+    pub cjk_function_pair_weight: f32,
 }
 
 impl Default for RecallConfig {
@@ -139,6 +155,8 @@ impl Default for RecallConfig {
             expansion_terms: 10,
             expansion_weight: 0.1,
             skip_own_name: false,
+            cjk_unigram_weight: 0.7,
+            cjk_function_pair_weight: 0.0,
         }
     }
 }

@@ -6,7 +6,7 @@ use super::dates::{Span, for_each_date_term};
 use super::dictionary::{TermDictionary, term_hash};
 use super::postings::PostingLists;
 use super::scratch::QueryScratch;
-use super::terms::for_each_term;
+use super::terms::{for_each_cjk_unigram, for_each_term};
 use crate::memory::calendar::Calendar;
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 
@@ -126,8 +126,10 @@ impl RecallIndex {
         {
             for_each_term(asked, |term| hashes.push(term_hash(term)));
         }
-        // Length counts words only: dates say when, not how wordy a line is.
+        // Length counts words only: dates say when, not how wordy a line is, and
+        // the CJK characters below repeat what the bigrams already count.
         let words = hashes.len();
+        for_each_cjk_unigram(&message.content, |term| hashes.push(term_hash(term)));
         if message.timestamp.is_finite() {
             self.newest_stamp = message.timestamp;
         }

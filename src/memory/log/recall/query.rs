@@ -10,7 +10,7 @@ use super::config::RecallConfig;
 use super::dates;
 use super::dictionary::{TermId, term_hash};
 use super::index::RecallIndex;
-use super::terms::for_each_term;
+use super::terms::{for_each_cjk_unigram, for_each_term, function_chars};
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 
 /// Query terms beyond this many are dropped, least informative first. It bounds
@@ -72,8 +72,9 @@ pub struct RecallHit {
 /// Why a message was recalled, for the debug panel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RecallReason {
-    /// It shares these terms with the query (normalized: lower-case, singular, or
-    /// a two-character CJK slice), in the order the query has them.
+    /// It shares these terms with the query (normalized: lower-case, singular, a
+    /// two-character CJK slice, or one CJK character after `u:`), in the order
+    /// the query has them.
     Matched {
         /// The shared terms.
         terms: Vec<Arc<str>>,
@@ -192,12 +193,21 @@ impl RecallIndex {
                 candidates.push(term, weight);
             }
         };
-        for_each_term(query.line, |term| push(&mut candidates, term, 1.0));
+        for_each_term(query.line, |term| {
+            push(&mut candidates, term, function_factor(term, config))
+        });
+        let unigram_weight = config.cjk_unigram_weight;
+        if unigram_weight.is_finite() && unigram_weight > 0.0 {
+            for_each_cjk_unigram(query.line, |term| {
+                push(&mut candidates, term, unigram_weight)
+            });
+        }
         if distinct_terms(query.line) < config.context_below_terms {
             let context_start = query.context.len().saturating_sub(config.context_messages);
             for line in &query.context[context_start..] {
                 for_each_term(line, |term| {
-                    push(&mut candidates, term, config.context_weight)
+                    let weight = config.context_weight * function_factor(term, config);
+                    push(&mut candidates, term, weight)
                 });
             }
         }
@@ -591,12 +601,27 @@ fn own_name_terms(query: &RecallQuery<'_>, config: &RecallConfig) -> Vec<u64> {
         return own;
     }
     for_each_term(query.own_name, |term| own.push(term_hash(term)));
+    // A Chinese name's single characters would otherwise still match the lines
+    // that address the NPC.
+    for_each_cjk_unigram(query.own_name, |term| own.push(term_hash(term)));
     let mut others = false;
     for_each_term(query.line, |term| others |= !own.contains(&term_hash(term)));
     if !others {
         own.clear();
     }
     own
+}
+
+/// The weight factor of a query term: [`RecallConfig::cjk_function_pair_weight`]
+/// for a term of Chinese function characters only, else 1 (every English term).
+fn function_factor(term: &str, config: &RecallConfig) -> f32 {
+    let (function, all) = function_chars(term);
+    if function < all || all == 0 {
+        return 1.0;
+    }
+    let factor = config.cjk_function_pair_weight;
+    // A negative or NaN factor would score a match below no match at all.
+    if factor >= 0.0 { factor.min(1.0) } else { 0.0 }
 }
 
 /// How many distinct terms a line has (stopwords are not terms).

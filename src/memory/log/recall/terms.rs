@@ -4,8 +4,9 @@
 //!   segmenter would be needed to find words. Overlapping character bigrams need
 //!   none and match most two-character words, the commonest kind. A run of a
 //!   single character also yields that character, so one-character words between
-//!   punctuation are not lost. Longer runs yield no unigrams: they would double
-//!   the postings for terms that carry little meaning on their own.
+//!   punctuation are not lost. Longer runs yield no unigrams here: the index adds
+//!   their characters apart ([`for_each_cjk_unigram`]), as terms of their own
+//!   that a query weighs lower and BM25's length leaves out.
 //! - Everything else that is alphanumeric forms words, lower-cased, with English
 //!   stopwords (question words included) dropped and plurals, possessives, the
 //!   commonest verb endings and one derivational suffix ("-ation", "-ly", ...)
@@ -57,6 +58,66 @@ pub(crate) fn for_each_term(text: &str, mut emit: impl FnMut(&str)) {
     }
     flush_lone_cjk(&mut previous_cjk, &mut cjk_run, &mut pair, &mut emit);
     flush_word(&mut word, &mut emit);
+}
+
+/// The prefix that keeps a character of a longer CJK run (see
+/// [`for_each_cjk_unigram`]) apart from the term a lone character makes: a lone
+/// character is a word, one inside a run is only part of one. Terms never hold ':'.
+pub(crate) const CJK_UNIGRAM_PREFIX: &str = "u:";
+
+/// Calls `emit` with each character of the CJK runs of two or more characters
+/// in `text`, prefixed with [`CJK_UNIGRAM_PREFIX`], function characters left out.
+/// A bigram needs both characters in order; a question often words a thing with
+/// one character in common ("药箱" asked as "药品"), which only these can match.
+pub(crate) fn for_each_cjk_unigram(text: &str, mut emit: impl FnMut(&str)) {
+    let mut term = String::new();
+    let mut run: Vec<char> = Vec::new();
+    let mut flush = |run: &mut Vec<char>, emit: &mut dyn FnMut(&str)| {
+        if run.len() > 1 {
+            for &ch in run.iter().filter(|&&ch| !is_function_char(ch)) {
+                term.clear();
+                term.push_str(CJK_UNIGRAM_PREFIX);
+                term.push(ch);
+                emit(&term);
+            }
+        }
+        run.clear();
+    };
+    for ch in text.chars().map(fold_full_width) {
+        if is_cjk_letter(ch) {
+            run.push(ch);
+        } else {
+            flush(&mut run, &mut emit);
+        }
+    }
+    flush(&mut run, &mut emit);
+}
+
+/// How many of a term's characters are Chinese function characters, and how
+/// many characters it has. English terms have none.
+pub(crate) fn function_chars(term: &str) -> (usize, usize) {
+    let (mut function, mut all) = (0, 0);
+    for ch in term.chars() {
+        all += 1;
+        function += usize::from(is_function_char(ch));
+    }
+    (function, all)
+}
+
+/// Chinese particles, pronouns, question words and the commonest adverbs and
+/// measure word: characters that carry grammar, not topic. A bigram such as
+/// "我的" or "了吗" matches lines on any topic, and one such as "在北" (from
+/// "在北方") matches only by the accident of what stood next to the word.
+/// Sorted, for binary search.
+const FUNCTION_CHARS: &[char] = &[
+    '个', '么', '也', '了', '什', '他', '们', '你', '又', '吗', '吧', '呀', '呢', '和', '哈', '哦',
+    '哪', '啊', '啦', '嗯', '嘛', '在', '地', '她', '它', '就', '很', '得', '怎', '我', '把', '是',
+    '的', '着', '给', '被', '谁', '过', '还', '这', '那', '都',
+];
+
+/// Whether `ch` is one of [`FUNCTION_CHARS`].
+pub(crate) fn is_function_char(ch: char) -> bool {
+    FUNCTION_CHARS.binary_search(&ch).is_ok()
 }
 
 fn flush_lone_cjk(
@@ -427,6 +488,35 @@ mod tests {
         assert_eq!(terms("妹妹在北方"), ["妹妹", "妹在", "在北", "北方"]);
         // A lone character between punctuation is kept as a unigram.
         assert_eq!(terms("猫，狗"), ["猫", "狗"]);
+    }
+
+    fn unigrams(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_cjk_unigram(text, |term| out.push(term.to_owned()));
+        out
+    }
+
+    #[test]
+    fn function_characters_are_sorted_for_binary_search() {
+        assert!(FUNCTION_CHARS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn cjk_unigrams_come_from_longer_runs_without_function_characters() {
+        // "我" and "的" carry grammar; the lone "猫" is already a term of its own.
+        assert_eq!(unigrams("我的药箱，猫"), ["u:药", "u:箱"]);
+        assert_eq!(unigrams("ＡＢ药箱 box"), ["u:药", "u:箱"]);
+        assert!(unigrams("the generator").is_empty());
+        // Never the same term as a lone character, which is a word.
+        assert_ne!(unigrams("猫狗")[0], terms("猫")[0]);
+    }
+
+    #[test]
+    fn function_characters_are_counted_per_term() {
+        assert_eq!(function_chars("了吗"), (2, 2));
+        assert_eq!(function_chars("住的"), (1, 2));
+        assert_eq!(function_chars("药箱"), (0, 2));
+        assert_eq!(function_chars("generator").0, 0);
     }
 
     #[test]

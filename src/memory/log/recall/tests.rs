@@ -126,6 +126,66 @@ fn chinese_fact_is_recalled_by_a_later_question() {
     assert!(matched(&hits[0]).contains(&"妹妹"));
 }
 
+/// Chinese lines between the fact and the question, none sharing its words.
+const CHINESE_FILLER: &[&str] = &[
+    "仓库的灯一直在闪。",
+    "今天的无线电只有杂音。",
+    "发电机需要加油了。",
+    "七号门又卡住了，需要撬棍。",
+    "我们还有九个医疗包。",
+    "晚上记得检查滤水器。",
+];
+
+#[test]
+fn a_chinese_question_sharing_single_characters_finds_its_line() {
+    // The line and the question share no bigram ("哪间" is not "那间", "我住" not
+    // "你住"), only the characters 住 and 间.
+    let mut lines = vec!["有空房吗？", "你住楼梯顶上那间，有圆窗户的那间。"];
+    lines.extend(CHINESE_FILLER.iter().cycle().take(40));
+    let log = conversation(&lines);
+    let mut index = RecallIndex::from_log(&log);
+    let query = window_query("我住的是哪间？", &log, 20);
+    let bigrams_only = RecallConfig {
+        cjk_unigram_weight: 0.0,
+        ..RecallConfig::enabled()
+    };
+    assert!(!indices(&index.query(&query, &log, &bigrams_only)).contains(&1));
+    let hits = index.query(&query, &log, &RecallConfig::enabled());
+    assert_eq!(hits[0].index, 1);
+    assert_eq!(matched(&hits[0]), ["u:住", "u:间"]);
+}
+
+#[test]
+fn a_chinese_question_s_grammar_alone_recalls_nothing() {
+    // "是在" is the only term line 1 shares with the question: two function
+    // characters, which match lines on any topic.
+    let mut lines = vec!["药箱放在地窖里。", "你是在说我吗？"];
+    lines.extend(CHINESE_FILLER.iter().cycle().take(40));
+    let log = conversation(&lines);
+    let mut index = RecallIndex::from_log(&log);
+    let query = window_query("药箱是在哪里？", &log, 20);
+    let config = RecallConfig {
+        neighbours: false,
+        ..RecallConfig::enabled()
+    };
+    let hits = index.query(&query, &log, &config);
+    assert_eq!(indices(&hits), [0]);
+    let grammar_kept = RecallConfig {
+        cjk_function_pair_weight: 1.0,
+        ..config
+    };
+    let hits = index.query(&query, &log, &grammar_kept);
+    assert!(indices(&hits).contains(&1));
+    // English has no function characters: its terms are weighed as before.
+    let english = conversation(&["the generator is in the basement", "ok"]);
+    let mut index = RecallIndex::from_log(&english);
+    let query = RecallQuery::new("where is the generator?");
+    assert_eq!(
+        index.query(&query, &english, &config),
+        index.query(&query, &english, &grammar_kept)
+    );
+}
+
 #[test]
 fn mixed_script_lines_match_on_both_scripts() {
     let log = conversation(&["我的朋友Alex在仓库", "好的", "天气很好", "是的"]);
@@ -136,7 +196,8 @@ fn mixed_script_lines_match_on_both_scripts() {
         &RecallConfig::enabled(),
     );
     assert_eq!(hits[0].index, 0);
-    assert_eq!(matched(&hits[0]), ["alex", "在仓", "仓库"]);
+    // The bigrams, then the single characters (RecallConfig::cjk_unigram_weight).
+    assert_eq!(matched(&hits[0]), ["alex", "在仓", "仓库", "u:仓", "u:库"]);
 }
 
 #[test]
