@@ -130,6 +130,7 @@ impl MemoryConfig {
             ("date_weight", recall.date_weight),
             ("when_weight", recall.when_weight),
             ("expansion_weight", recall.expansion_weight),
+            ("cjk_unigram_weight", recall.cjk_unigram_weight),
         ] {
             weight(
                 &format!("config.features.recall.{name}"),
@@ -138,6 +139,11 @@ impl MemoryConfig {
             )?;
         }
         weight("config.features.recall.bm25_b", recall.bm25_b, 0.0..=1.0)?;
+        weight(
+            "config.features.recall.cjk_function_pair_weight",
+            recall.cjk_function_pair_weight,
+            0.0..=1.0,
+        )?;
         weight(
             "config.features.recall.common_term_share",
             recall.common_term_share,

@@ -133,6 +133,15 @@ fn sizes_past_their_limits_are_refused_not_clamped() {
     bad.config.features.recall.bm25_b = f32::NAN;
     assert_eq!(refused(&bad), "config.features.recall.bm25_b");
     let mut bad = parts();
+    bad.config.features.recall.cjk_unigram_weight = -1.0;
+    assert_eq!(refused(&bad), "config.features.recall.cjk_unigram_weight");
+    let mut bad = parts();
+    bad.config.features.recall.cjk_function_pair_weight = 2.0;
+    assert_eq!(
+        refused(&bad),
+        "config.features.recall.cjk_function_pair_weight"
+    );
+    let mut bad = parts();
     bad.config.features.recall.recency_half_life = 0.0;
     assert_eq!(refused(&bad), "config.features.recall.recency_half_life");
     let mut bad = parts();
