@@ -25,7 +25,7 @@
 //! `Arc<str>`'s two counts) and the log's `ChatMessage` records are the log overhead.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
@@ -120,7 +120,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// Every turn of every conversation, in order: whether the player says it, and its text.
-fn locomo_turns(path: &PathBuf) -> Result<Vec<(bool, String)>, String> {
+fn locomo_turns(path: &Path) -> Result<Vec<(bool, String)>, String> {
     let records = load(path)?;
     let mut turns = Vec::new();
     for record in &records {

@@ -136,15 +136,27 @@ const CHINESE_FILLER: &[&str] = &[
     "晚上记得检查滤水器。",
 ];
 
+/// `lines`, then 40 filler lines, indexed, and `question` asked after them.
+fn chinese_log(
+    lines: &[&'static str],
+    question: &'static str,
+) -> (Vec<ChatMessage>, RecallIndex, RecallQuery<'static>) {
+    let mut all = lines.to_vec();
+    all.extend(CHINESE_FILLER.iter().cycle().take(40));
+    let log = conversation(&all);
+    let index = RecallIndex::from_log(&log);
+    let query = window_query(question, &log, 20);
+    (log, index, query)
+}
+
 #[test]
 fn a_chinese_question_sharing_single_characters_finds_its_line() {
     // The line and the question share no bigram ("哪间" is not "那间", "我住" not
     // "你住"), only the characters 住 and 间.
-    let mut lines = vec!["有空房吗？", "你住楼梯顶上那间，有圆窗户的那间。"];
-    lines.extend(CHINESE_FILLER.iter().cycle().take(40));
-    let log = conversation(&lines);
-    let mut index = RecallIndex::from_log(&log);
-    let query = window_query("我住的是哪间？", &log, 20);
+    let (log, mut index, query) = chinese_log(
+        &["有空房吗？", "你住楼梯顶上那间，有圆窗户的那间。"],
+        "我住的是哪间？",
+    );
     let bigrams_only = RecallConfig {
         cjk_unigram_weight: 0.0,
         ..RecallConfig::enabled()
@@ -159,11 +171,8 @@ fn a_chinese_question_sharing_single_characters_finds_its_line() {
 fn a_chinese_question_s_grammar_alone_recalls_nothing() {
     // "是在" is the only term line 1 shares with the question: two function
     // characters, which match lines on any topic.
-    let mut lines = vec!["药箱放在地窖里。", "你是在说我吗？"];
-    lines.extend(CHINESE_FILLER.iter().cycle().take(40));
-    let log = conversation(&lines);
-    let mut index = RecallIndex::from_log(&log);
-    let query = window_query("药箱是在哪里？", &log, 20);
+    let (log, mut index, query) =
+        chinese_log(&["药箱放在地窖里。", "你是在说我吗？"], "药箱是在哪里？");
     let config = RecallConfig {
         neighbours: false,
         ..RecallConfig::enabled()
