@@ -841,9 +841,15 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
                     .before(NpcMemorySystems::Persist),
                 bracket_end.after(NpcMemorySystems::Persist),
                 observe.after(bracket_end),
-                control_bracket.after(observe),
             ),
         );
+    // Where the control runs: after the plugin, by default, or first in the frame,
+    // closest to the thread waking from the pause between frames.
+    if args.control_first {
+        app.add_systems(Update, control_bracket.before(bracket_start));
+    } else {
+        app.add_systems(Update, control_bracket.after(observe));
+    }
     if args.single_threaded {
         app.edit_schedule(Update, |schedule| {
             schedule.set_executor(SingleThreadedExecutor::new());
@@ -1221,11 +1227,12 @@ struct Args {
     reply_reserve: Option<f32>,
     modes: Vec<Mode>,
     single_threaded: bool,
+    control_first: bool,
     data: String,
 }
 
 fn parse_args() -> Args {
-    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--data PATH]";
+    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--data PATH]";
     let fail = |why: &str| -> ! {
         eprintln!("{why}\n{usage}");
         std::process::exit(2);
@@ -1240,6 +1247,7 @@ fn parse_args() -> Args {
         reply_reserve: None,
         modes: vec![Mode::Unloaded, Mode::Scheduled, Mode::Unscheduled],
         single_threaded: false,
+        control_first: false,
         data: "../shared/bench/locomo/locomo_dev.json".to_owned(),
     };
     let mut iter = std::env::args().skip(1);
@@ -1277,6 +1285,13 @@ fn parse_args() -> Args {
                     Some("multi") => false,
                     Some("single") => true,
                     _ => fail("--executor takes multi or single"),
+                }
+            }
+            "--control" => {
+                args.control_first = match iter.next().as_deref() {
+                    Some("first") => true,
+                    Some("last") => false,
+                    _ => fail("--control takes first or last"),
                 }
             }
             "--data" => args.data = iter.next().unwrap_or_else(|| fail("--data needs a path")),
