@@ -4,7 +4,7 @@
 //! 1 ms, and how many prompt tokens an hour does the load cost, with and without
 //! scheduling?
 //!
-//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--data PATH]`
+//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--data PATH]`
 //!
 //! - **The provider** is a fake OpenAI-compatible server in this process (a std
 //!   `TcpListener` on 127.0.0.1, one thread per connection). The plugin talks to it
@@ -58,7 +58,8 @@
 //!   sent or applied anything in them, and when the thread was preempted inside
 //!   the bracket (an involuntary context switch, from `getrusage`).
 //!   `SCHEDULER_BENCH_SPIKES=1` prints each such frame: its time per system set,
-//!   user and system time, page faults and context switches.
+//!   user and system time, page faults and context switches. `--control first`
+//!   runs the control at the start of the frame instead of the end.
 //!
 //! Reported per mode: the foreground reply latency (from writing `TalkToNpc` before
 //! a frame to the frame that reads `NpcReplied`) at p50 and p95; the plugin's work
