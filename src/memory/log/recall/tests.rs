@@ -98,6 +98,16 @@ fn english_fact_from_turn_three_is_recalled_after_500_filler_turns() {
     assert!(hits.iter().any(|hit| matched(hit).contains(&"sister")));
 }
 
+/// Chinese lines between the fact and the question, none sharing its words.
+const CHINESE_FILLER: &[&str] = &[
+    "仓库的灯一直在闪。",
+    "今天的无线电只有杂音。",
+    "发电机需要加油了。",
+    "七号门又卡住了，需要撬棍。",
+    "我们还有九个医疗包。",
+    "晚上记得检查滤水器。",
+];
+
 #[test]
 fn chinese_fact_is_recalled_by_a_later_question() {
     let mut lines = vec![
@@ -106,15 +116,7 @@ fn chinese_fact_is_recalled_by_a_later_question() {
         "我叫小明，我的妹妹在北方的避难所。",
         "记住了。",
     ];
-    let filler = [
-        "仓库的灯一直在闪。",
-        "今天的无线电只有杂音。",
-        "发电机需要加油了。",
-        "七号门又卡住了，需要撬棍。",
-        "我们还有九个医疗包。",
-        "晚上记得检查滤水器。",
-    ];
-    lines.extend(filler.iter().cycle().take(300));
+    lines.extend(CHINESE_FILLER.iter().cycle().take(300));
     let log = conversation(&lines);
     let mut index = RecallIndex::from_log(&log);
     let hits = index.query(
@@ -125,16 +127,6 @@ fn chinese_fact_is_recalled_by_a_later_question() {
     assert_eq!(hits[0].index, 2);
     assert!(matched(&hits[0]).contains(&"妹妹"));
 }
-
-/// Chinese lines between the fact and the question, none sharing its words.
-const CHINESE_FILLER: &[&str] = &[
-    "仓库的灯一直在闪。",
-    "今天的无线电只有杂音。",
-    "发电机需要加油了。",
-    "七号门又卡住了，需要撬棍。",
-    "我们还有九个医疗包。",
-    "晚上记得检查滤水器。",
-];
 
 /// `lines`, then 40 filler lines, indexed, and `question` asked after them.
 fn chinese_log(
