@@ -4,7 +4,7 @@
 //! 1 ms, and how many prompt tokens an hour does the load cost, with and without
 //! scheduling?
 //!
-//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--data PATH]`
+//! `cargo run --release --example scheduler_bench [-- --json] [--npcs N] [--seconds S] [--limit N] [--chatter L] [--delay S] [--reply-reserve F] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--control-work spin|memory] [--frame-cpu N] [--data PATH]`
 //!
 //! - **The provider** is a fake OpenAI-compatible server in this process (a std
 //!   `TcpListener` on 127.0.0.1, one thread per connection). The plugin talks to it
@@ -56,10 +56,20 @@
 //!   frames in the plugin's bracket says those frames are the clock, not the
 //!   plugin. Frames over 1 ms are also counted apart when the plugin took in,
 //!   sent or applied anything in them, and when the thread was preempted inside
-//!   the bracket (an involuntary context switch, from `getrusage`).
-//!   `SCHEDULER_BENCH_SPIKES=1` prints each such frame: its time per system set,
-//!   user and system time, page faults and context switches. `--control first`
-//!   runs the control at the start of the frame instead of the end.
+//!   the bracket (an involuntary context switch, from `getrusage`), and when the
+//!   bracket's CPU time exceeds the wall time it took: no thread runs longer
+//!   than the time that passes, so such a frame is the clock, not work.
+//!   `--control-work memory` makes the control read a 16 MiB buffer at random
+//!   instead of spinning in registers: on a VM, time the host spends on the
+//!   guest's memory is charged to whatever code reads it.
+//!   `SCHEDULER_BENCH_SPIKES=1` prints each frame over 1 ms of CPU or of wall
+//!   time: its CPU and wall time per system set, user and system time, page
+//!   faults and context switches. `--control first` runs the control at the
+//!   start of the frame instead of the end.
+//!   `--frame-cpu N` gives the frame thread CPU `N` and every other thread of the
+//!   process (the HTTP client's, the server's, Bevy's task pools) the other CPUs,
+//!   as a game's main thread has a core of its own; `scripts/quiet-core.sh N`
+//!   moves the rest of the machine's threads and interrupts off that CPU too.
 //!
 //! Reported per mode: the foreground reply latency (from writing `TalkToNpc` before
 //! a frame to the frame that reads `NpcReplied`) at p50 and p95; the plugin's work
@@ -124,6 +134,11 @@ const WINDOW: usize = 8;
 const SUMMARY_EVERY: usize = 4;
 /// Target: no frame in which the plugin's systems take longer than this.
 const FRAME_BUDGET: Duration = Duration::from_millis(1);
+/// How much longer a bracket's CPU span may honestly read than its wall span:
+/// the CPU stamps enclose the wall stamps, so the clock reads between them count
+/// in the CPU span alone. A bracket reading more CPU time beyond its wall time
+/// than this is the clock jumping.
+const CLOCK_READS: Duration = Duration::from_micros(100);
 /// The seed of the chatter schedule, the same in every mode.
 const SEED: u64 = 15;
 const FOREGROUND: &str = "fg";
@@ -502,12 +517,16 @@ struct Bracket {
     /// This frame's CPU stamps after each of the plugin's sets but the last, so
     /// a frame over budget can say where its time went.
     set_stamps: Vec<Duration>,
+    /// The same stamps in wall time.
+    wall_stamps: Vec<Instant>,
     /// The thread's resource use when the bracket opened.
     usage_at_start: Option<ThreadUsage>,
     /// Frames over 1 ms of CPU during which the thread was preempted (an
     /// involuntary context switch inside the bracket).
     preempted_over_budget: usize,
     one_thread: bool,
+    /// `--control-work memory`: the control reads memory instead of spinning.
+    control_reads_memory: bool,
 }
 
 /// A second bracket, around a fixed amount of busy work and nothing else.
@@ -522,9 +541,35 @@ struct Bracket {
 struct Control {
     /// Spin iterations per microsecond of CPU, measured before the run.
     iterations_per_us: f64,
+    /// With `--control-work memory`, the buffer the control reads at random
+    /// instead of spinning in registers.
+    memory: Vec<u64>,
     samples: Vec<Duration>,
+    /// The same brackets in wall time.
+    wall_samples: Vec<Duration>,
     /// As [`Bracket::preempted_over_budget`].
     preempted_over_budget: usize,
+}
+
+/// Words of the memory-reading control's buffer: 16 MiB, far more than the
+/// caches, so its reads touch many pages, as the plugin's tables and queues do.
+const CONTROL_WORDS: usize = 2 << 20;
+
+/// The control's busy work: arithmetic in registers, or reads at random through
+/// `memory` when it is not empty.
+fn control_work(iterations: u64, memory: &[u64]) -> u64 {
+    if memory.is_empty() {
+        return spin(iterations);
+    }
+    let mut at = 0x9E37_79B9_usize;
+    let mut sum = 0u64;
+    for _ in 0..iterations {
+        at = at
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        sum = sum.wrapping_add(std::hint::black_box(memory[(at >> 20) % memory.len()]));
+    }
+    sum
 }
 
 /// Busy work the optimizer cannot remove.
@@ -538,12 +583,12 @@ fn spin(iterations: u64) -> u64 {
 
 /// How many spin iterations a microsecond of CPU holds: the fastest of several
 /// tries, so a clock jump during calibration cannot skew it.
-fn calibrate_spin() -> f64 {
+fn calibrate_spin(memory: &[u64]) -> f64 {
     const ITERATIONS: u64 = 200_000;
     let fastest = (0..20)
         .filter_map(|_| {
             let start = thread_cpu_time()?;
-            std::hint::black_box(spin(ITERATIONS));
+            std::hint::black_box(control_work(ITERATIONS, memory));
             Some(thread_cpu_time()?.saturating_sub(start))
         })
         .min()
@@ -556,7 +601,10 @@ fn control_bracket(mut control: ResMut<Control>, bracket: Res<Bracket>) {
         return;
     }
     if control.iterations_per_us == 0.0 {
-        control.iterations_per_us = calibrate_spin();
+        if bracket.control_reads_memory {
+            control.memory = (0..CONTROL_WORDS as u64).collect();
+        }
+        control.iterations_per_us = calibrate_spin(&control.memory);
     }
     // Match the plugin's mean CPU per frame so far, each frame capped at the
     // budget so the clock's own jumps do not lengthen the control.
@@ -569,14 +617,25 @@ fn control_bracket(mut control: ResMut<Control>, bracket: Res<Bracket>) {
         / frames;
     let iterations = (mean_us * control.iterations_per_us) as u64;
     let usage = ThreadUsage::now();
+    let wall_start = Instant::now();
     let (Some(start), _, Some(end)) = (
         thread_cpu_time(),
-        std::hint::black_box(spin(iterations)),
+        std::hint::black_box(control_work(iterations, &control.memory)),
         thread_cpu_time(),
     ) else {
         return;
     };
+    control.wall_samples.push(wall_start.elapsed());
     control.samples.push(end.saturating_sub(start));
+    // Reads through the buffer run slower in the frame than in the calibration,
+    // which the caches favour: follow their cost per iteration as measured, so
+    // the control keeps the plugin's CPU seconds. A frame over budget is the
+    // clock or the host, not the reads' cost, and is left out.
+    let took_us = end.saturating_sub(start).as_secs_f64() * 1e6;
+    if !control.memory.is_empty() && iterations > 0 && took_us > 0.0 && took_us < 1000.0 {
+        let observed = iterations as f64 / took_us;
+        control.iterations_per_us = 0.95 * control.iterations_per_us + 0.05 * observed;
+    }
     let usage = usage.zip(ThreadUsage::now());
     if end.saturating_sub(start) > FRAME_BUDGET
         && usage.is_some_and(|(before, after)| after.preempted_since(before))
@@ -605,6 +664,7 @@ fn bracket_start(mut bracket: ResMut<Bracket>) {
     };
     bracket.started = Some((Instant::now(), cpu));
     bracket.set_stamps.clear();
+    bracket.wall_stamps.clear();
 }
 
 fn set_stamp(mut bracket: ResMut<Bracket>) {
@@ -612,7 +672,20 @@ fn set_stamp(mut bracket: ResMut<Bracket>) {
         && let Some(now) = thread_cpu_time()
     {
         bracket.set_stamps.push(now);
+        bracket.wall_stamps.push(Instant::now());
     }
+}
+
+/// Milliseconds between consecutive stamps, from `start` to `end`: a bracket's
+/// time per system set.
+fn split_ms<T: Copy>(start: T, stamps: &[T], end: T, since: impl Fn(T, T) -> Duration) -> String {
+    let mut split = Vec::new();
+    let mut last = start;
+    for stamp in stamps.iter().copied().chain([end]) {
+        split.push(format!("{:.3}", since(stamp, last).as_secs_f64() * 1e3));
+        last = stamp;
+    }
+    split.join(" / ")
 }
 
 fn bracket_end(mut bracket: ResMut<Bracket>) {
@@ -631,30 +704,32 @@ fn bracket_end(mut bracket: ResMut<Bracket>) {
             if end.saturating_sub(start) > FRAME_BUDGET && preempted {
                 bracket.preempted_over_budget += 1;
             }
-            if end.saturating_sub(start) > FRAME_BUDGET && spike_diagnostics() {
-                let mut split = Vec::new();
-                let mut last = start;
-                for stamp in bracket.set_stamps.iter().copied().chain([end]) {
-                    split.push(format!(
-                        "{:.3}",
-                        (stamp.saturating_sub(last)).as_secs_f64() * 1e3
-                    ));
-                    last = stamp;
-                }
+            let wall = now - started;
+            let cpu = end.saturating_sub(start);
+            if (cpu > FRAME_BUDGET || wall > FRAME_BUDGET) && spike_diagnostics() {
+                let cpu_split =
+                    split_ms(start, &bracket.set_stamps, end, |a, b| a.saturating_sub(b));
+                let wall_split = split_ms(started, &bracket.wall_stamps, now, |a, b| a - b);
                 let usage = usage.map_or(String::new(), |(before, after)| after.since(before));
                 eprintln!(
-                    "frame {} over 1 ms of CPU: {:.3} ms; by set (personas, intake, collect, persist): {}; {usage}",
+                    "frame {} over 1 ms of {}: CPU {:.3} ms, wall {:.3} ms; by set (personas, intake, collect, persist): CPU {cpu_split}, wall {wall_split}; {usage}",
                     bracket.cpu_samples.len(),
-                    end.saturating_sub(start).as_secs_f64() * 1e3,
-                    split.join(" / ")
+                    if cpu > FRAME_BUDGET {
+                        "CPU"
+                    } else {
+                        "wall time"
+                    },
+                    cpu.as_secs_f64() * 1e3,
+                    wall.as_secs_f64() * 1e3,
                 );
             }
         }
     }
 }
 
-/// `SCHEDULER_BENCH_SPIKES=1` prints every frame over 1 ms of CPU, split by set,
-/// with the thread's user and system time, page faults and context switches.
+/// `SCHEDULER_BENCH_SPIKES=1` prints every frame over 1 ms of CPU or of wall time
+/// (single-threaded executor), split by set, with the thread's user and system
+/// time, page faults and context switches.
 fn spike_diagnostics() -> bool {
     std::env::var_os("SCHEDULER_BENCH_SPIKES").is_some()
 }
@@ -708,6 +783,48 @@ impl ThreadUsage {
             self.involuntary_switches - before.involuntary_switches,
         )
     }
+}
+
+/// Lets the calling thread run only on the CPUs `allowed` picks.
+#[cfg(target_os = "linux")]
+fn pin_this_thread(allowed: impl Fn(usize) -> bool) {
+    let cpus = online_cpus();
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it for
+    // CPUs below CPU_SETSIZE, and sched_setaffinity reads the one set it is given.
+    let ok = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in (0..cpus.min(libc::CPU_SETSIZE as usize)).filter(|&cpu| allowed(cpu)) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    };
+    if !ok {
+        eprintln!(
+            "--frame-cpu: sched_setaffinity failed: {}",
+            std::io::Error::last_os_error()
+        );
+        std::process::exit(2);
+    }
+}
+
+/// The machine's CPUs, whatever this process may run on (which is what
+/// `available_parallelism` counts, and `scripts/quiet-core.sh` narrows).
+#[cfg(unix)]
+fn online_cpus() -> usize {
+    // SAFETY: sysconf reads a system value and touches no memory of ours.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(cpus).unwrap_or(1).max(1)
+}
+
+#[cfg(not(unix))]
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_this_thread(_allowed: impl Fn(usize) -> bool) {
+    eprintln!("--frame-cpu needs Linux");
+    std::process::exit(2);
 }
 
 /// CPU time the calling thread has run.
@@ -823,6 +940,7 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
         )
         .insert_resource(Bracket {
             one_thread: args.single_threaded,
+            control_reads_memory: args.control_reads_memory,
             ..default()
         })
         .init_resource::<Observed>()
@@ -906,6 +1024,7 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
     bracket.preempted_over_budget = 0;
     let mut control = app.world_mut().resource_mut::<Control>();
     control.samples.clear();
+    control.wall_samples.clear();
     control.preempted_over_budget = 0;
     app
 }
@@ -962,11 +1081,17 @@ struct ModeReport {
     cpu_over_budget_active: usize,
     /// Of those, frames in which the thread was preempted inside the bracket.
     cpu_over_budget_preempted: usize,
+    /// Of those, frames whose CPU time exceeds the wall time the bracket took
+    /// (by more than [`CLOCK_READS`]). No thread runs longer than the time that
+    /// passes, so these are the thread's CPU clock jumping, not work.
+    cpu_over_budget_beyond_wall: usize,
     /// CPU seconds inside the plugin's bracket and inside the control's.
     cpu_total: f64,
     control: Option<Stats>,
     control_over_budget: usize,
     control_over_budget_preempted: usize,
+    /// As `cpu_over_budget_beyond_wall`.
+    control_over_budget_beyond_wall: usize,
     control_total: f64,
     plugin_requests: u64,
     replies: Traffic,
@@ -981,8 +1106,17 @@ struct ModeReport {
 }
 
 fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
+    // Threads inherit the affinity of the thread that starts them: everything the
+    // server and the app start now gets the other CPUs, then the frame thread
+    // takes its own.
+    if let Some(cpu) = args.frame_cpu {
+        pin_this_thread(|other| other != cpu);
+    }
     let server = FakeProvider::start(args.limit);
     let mut app = build_app(mode, args, &server);
+    if let Some(cpu) = args.frame_cpu {
+        pin_this_thread(|other| other == cpu);
+    }
     let loaded = mode != Mode::Unloaded;
     let run = Duration::from_secs(args.seconds);
     let (mut next_chatter, mut next_player) = (0, 0);
@@ -1026,6 +1160,13 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
     let cpu = std::mem::take(&mut world.resource_mut::<Bracket>().cpu_samples);
     let active = std::mem::take(&mut world.resource_mut::<Bracket>().active);
     let control = std::mem::take(&mut world.resource_mut::<Control>().samples);
+    let control_wall = std::mem::take(&mut world.resource_mut::<Control>().wall_samples);
+    let beyond_wall = |cpu: &[Duration], wall: &[Duration]| {
+        cpu.iter()
+            .zip(wall)
+            .filter(|(cpu, wall)| **cpu > FRAME_BUDGET && **cpu > **wall + CLOCK_READS)
+            .count()
+    };
     let cpu_over_budget_preempted = world.resource::<Bracket>().preempted_over_budget;
     let control_over_budget_preempted = world.resource::<Control>().preempted_over_budget;
     let total = |samples: &[Duration]| samples.iter().sum::<Duration>().as_secs_f64();
@@ -1056,10 +1197,12 @@ fn run_mode(mode: Mode, args: &Args, plan: &Schedule) -> ModeReport {
             .filter(|(d, active)| **d > FRAME_BUDGET && **active)
             .count(),
         cpu_over_budget_preempted,
+        cpu_over_budget_beyond_wall: beyond_wall(&cpu, &bracket),
         cpu_total: total(&cpu),
         cpu: (!cpu.is_empty()).then(|| Stats::of(&cpu)),
         control_over_budget: control.iter().filter(|d| **d > FRAME_BUDGET).count(),
         control_over_budget_preempted,
+        control_over_budget_beyond_wall: beyond_wall(&control, &control_wall),
         control_total: total(&control),
         control: (!control.is_empty()).then(|| Stats::of(&control)),
         plugin_requests,
@@ -1101,13 +1244,15 @@ impl ModeReport {
     fn cpu_over_budget_cell(&self) -> String {
         match (&self.cpu, &self.control) {
             (Some(_), Some(_)) => format!(
-                "{} ({}, {}) in {:.2} s; {} ({}) in {:.2} s",
+                "{} ({}, {}, {}) in {:.2} s; {} ({}, {}) in {:.2} s",
                 self.cpu_over_budget,
                 self.cpu_over_budget_active,
                 self.cpu_over_budget_preempted,
+                self.cpu_over_budget_beyond_wall,
                 self.cpu_total,
                 self.control_over_budget,
                 self.control_over_budget_preempted,
+                self.control_over_budget_beyond_wall,
                 self.control_total
             ),
             _ => "–".to_owned(),
@@ -1152,6 +1297,7 @@ impl ModeReport {
                 "over_1ms": self.cpu_over_budget,
                 "over_1ms_in_frames_with_plugin_events": self.cpu_over_budget_active,
                 "over_1ms_preempted": self.cpu_over_budget_preempted,
+                "over_1ms_beyond_wall_time": self.cpu_over_budget_beyond_wall,
                 "total_s": round3(self.cpu_total),
             })),
             "control_cpu_ms": self.control.as_ref().map(|control| json!({
@@ -1161,6 +1307,7 @@ impl ModeReport {
                 "max": round3(control.max_ms),
                 "over_1ms": self.control_over_budget,
                 "over_1ms_preempted": self.control_over_budget_preempted,
+                "over_1ms_beyond_wall_time": self.control_over_budget_beyond_wall,
                 "total_s": round3(self.control_total),
             })),
             "plugin_requests_sent": self.plugin_requests,
@@ -1181,7 +1328,7 @@ impl ModeReport {
 
 fn print_table(reports: &[ModeReport]) {
     println!(
-        "| mode | NPCs | fg replies | fg latency p50 / p95 / max (ms) | fg unanswered / failed | plugin frame p99 / worst (ms) | frames > 1 ms | CPU p99 / worst (ms): plugin; control | CPU > 1 ms: plugin (with plugin events, preempted); control (preempted) | plugin requests | server requests / 429s | prompt tokens sent / accepted | per hour: sent / accepted | summaries (messages covered) | window overflows |"
+        "| mode | NPCs | fg replies | fg latency p50 / p95 / max (ms) | fg unanswered / failed | plugin frame p99 / worst (ms) | frames > 1 ms | CPU p99 / worst (ms): plugin; control | CPU > 1 ms: plugin (with plugin events, preempted, CPU beyond wall time); control (preempted, beyond wall) | plugin requests | server requests / 429s | prompt tokens sent / accepted | per hour: sent / accepted | summaries (messages covered) | window overflows |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in reports {
@@ -1229,11 +1376,14 @@ struct Args {
     modes: Vec<Mode>,
     single_threaded: bool,
     control_first: bool,
+    /// The CPU the frame thread runs on alone (`--frame-cpu`).
+    frame_cpu: Option<usize>,
+    control_reads_memory: bool,
     data: String,
 }
 
 fn parse_args() -> Args {
-    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--data PATH]";
+    let usage = "usage: scheduler_bench [--json] [--npcs N] [--seconds S] [--limit N] [--chatter LINES_PER_SEC] [--delay SECS] [--reply-reserve SHARE] [--modes unloaded,scheduled,unscheduled] [--executor multi|single] [--control first|last] [--control-work spin|memory] [--frame-cpu N] [--data PATH]";
     let fail = |why: &str| -> ! {
         eprintln!("{why}\n{usage}");
         std::process::exit(2);
@@ -1249,6 +1399,8 @@ fn parse_args() -> Args {
         modes: vec![Mode::Unloaded, Mode::Scheduled, Mode::Unscheduled],
         single_threaded: false,
         control_first: false,
+        frame_cpu: None,
+        control_reads_memory: false,
         data: "../shared/bench/locomo/locomo_dev.json".to_owned(),
     };
     let mut iter = std::env::args().skip(1);
@@ -1295,6 +1447,14 @@ fn parse_args() -> Args {
                     _ => fail("--control takes first or last"),
                 }
             }
+            "--control-work" => {
+                args.control_reads_memory = match iter.next().as_deref() {
+                    Some("memory") => true,
+                    Some("spin") => false,
+                    _ => fail("--control-work takes spin or memory"),
+                }
+            }
+            "--frame-cpu" => args.frame_cpu = Some(number("--frame-cpu", &mut iter) as usize),
             "--data" => args.data = iter.next().unwrap_or_else(|| fail("--data needs a path")),
             "-h" | "--help" => {
                 println!("{usage}");
@@ -1305,6 +1465,12 @@ fn parse_args() -> Args {
     }
     if args.npcs < 1 || args.limit < 1 || args.seconds <= PLAYER_QUIET_END.as_secs() {
         fail("--npcs and --limit must be at least 1, --seconds over 10");
+    }
+    let cpus = online_cpus();
+    if args.frame_cpu.is_some_and(|cpu| cpu >= cpus || cpus < 2) {
+        fail(&format!(
+            "--frame-cpu takes a CPU below {cpus}, and needs two CPUs or more"
+        ));
     }
     args
 }
@@ -1323,7 +1489,7 @@ fn main() {
             run_mode(mode, &args, &plan)
         })
         .collect();
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpus = online_cpus();
     if args.json {
         let report = json!({
             "release": !cfg!(debug_assertions),
@@ -1338,6 +1504,8 @@ fn main() {
                 "background_delay_s": args.delay,
                 "reply_reserve": args.reply_reserve,
                 "executor": if args.single_threaded { "single" } else { "multi" },
+                "frame_cpu": args.frame_cpu,
+                "control_work": if args.control_reads_memory { "memory" } else { "spin" },
                 "player_line_every_s": PLAYER_EVERY.as_secs(),
                 "window": WINDOW,
                 "summary_every": SUMMARY_EVERY,
@@ -1349,13 +1517,15 @@ fn main() {
         return;
     }
     println!(
-        "scheduler_bench (release build: {}, {cpus} CPUs, {} executor, {} lines): {} NPCs, {} s per mode, server limit {}/min, {} chatter lines/s, background delay {} s, reply reserve {}",
+        "scheduler_bench (release build: {}, {cpus} CPUs, {} executor, frame thread on {}, {} lines): {} NPCs, {} s per mode, server limit {}/min, {} chatter lines/s, background delay {} s, reply reserve {}",
         !cfg!(debug_assertions),
         if args.single_threaded {
             "single-threaded"
         } else {
             "multi-threaded"
         },
+        args.frame_cpu
+            .map_or("any CPU".to_owned(), |cpu| format!("CPU {cpu} alone")),
         source,
         args.npcs,
         args.seconds,
