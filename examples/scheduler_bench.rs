@@ -525,8 +525,6 @@ struct Bracket {
     /// involuntary context switch inside the bracket).
     preempted_over_budget: usize,
     one_thread: bool,
-    /// `--control-work memory`: the control reads memory instead of spinning.
-    control_reads_memory: bool,
 }
 
 /// A second bracket, around a fixed amount of busy work and nothing else.
@@ -541,6 +539,8 @@ struct Bracket {
 struct Control {
     /// Spin iterations per microsecond of CPU, measured before the run.
     iterations_per_us: f64,
+    /// `--control-work memory`: the control reads memory instead of spinning.
+    reads_memory: bool,
     /// With `--control-work memory`, the buffer the control reads at random
     /// instead of spinning in registers.
     memory: Vec<u64>,
@@ -581,9 +581,9 @@ fn spin(iterations: u64) -> u64 {
     x
 }
 
-/// How many spin iterations a microsecond of CPU holds: the fastest of several
-/// tries, so a clock jump during calibration cannot skew it.
-fn calibrate_spin(memory: &[u64]) -> f64 {
+/// How many iterations of the control's work a microsecond of CPU holds: the
+/// fastest of several tries, so a clock jump during calibration cannot skew it.
+fn calibrate_control(memory: &[u64]) -> f64 {
     const ITERATIONS: u64 = 200_000;
     let fastest = (0..20)
         .filter_map(|_| {
@@ -601,10 +601,10 @@ fn control_bracket(mut control: ResMut<Control>, bracket: Res<Bracket>) {
         return;
     }
     if control.iterations_per_us == 0.0 {
-        if bracket.control_reads_memory {
+        if control.reads_memory {
             control.memory = (0..CONTROL_WORDS as u64).collect();
         }
-        control.iterations_per_us = calibrate_spin(&control.memory);
+        control.iterations_per_us = calibrate_control(&control.memory);
     }
     // Match the plugin's mean CPU per frame so far, each frame capped at the
     // budget so the clock's own jumps do not lengthen the control.
@@ -940,11 +940,13 @@ fn build_app(mode: Mode, args: &Args, server: &FakeProvider) -> App {
         )
         .insert_resource(Bracket {
             one_thread: args.single_threaded,
-            control_reads_memory: args.control_reads_memory,
             ..default()
         })
         .init_resource::<Observed>()
-        .init_resource::<Control>()
+        .insert_resource(Control {
+            reads_memory: args.control_reads_memory,
+            ..default()
+        })
         .add_systems(
             Update,
             (
