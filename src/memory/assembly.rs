@@ -7,7 +7,8 @@
 //! covered tail of the window, the summaries and the recalled messages, each up to
 //! its share first; whatever a section does not use goes to the others. Lore
 //! takes its share first and never more, since it is the world's text, not this
-//! conversation's.
+//! conversation's. A line said again, up to case, spacing and punctuation, is
+//! recalled once, and not at all while a copy of it waits in the window.
 //!
 //! Everything that came from the player, a model or the game's lore and is moved
 //! into the system message (summaries, recalled lines, facts, lore) is quoted as a
@@ -16,6 +17,7 @@
 //! cannot open a section of its own.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -31,7 +33,10 @@ use super::origin::Origin;
 use super::persona::{PersonaPrompt, PromptLanguage};
 use super::quote::quote;
 use super::segments::{SegmentPriority, SummarySegment};
-use super::text::{has_line_break, normalize_line_breaks, strip_prefix_ignoring_case};
+use super::speaker::SpeakerId;
+use super::text::{
+    has_line_break, normalize_line_breaks, sameness_key, strip_prefix_ignoring_case,
+};
 use super::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
 
 /// The kinds of prompt section, in the order they appear.
@@ -164,6 +169,65 @@ impl Item {
     }
 }
 
+/// The recalled lines as candidate items, best first, each line said again (and
+/// each line the always-sent `uncovered` messages hold) left out, until their
+/// tokens pass `room`; with how many hits were not read for that.
+fn recall_items(
+    input: &AssemblyInput<'_>,
+    uncovered: &[ChatMessage],
+    room: usize,
+) -> (Vec<Item>, usize) {
+    let mut held = SaidOnce::default();
+    for message in uncovered {
+        held.is_new(message);
+    }
+    let mut items = Vec::new();
+    let mut tokens = 0usize;
+    for (read, hit) in input.recalled.iter().enumerate() {
+        if tokens > room {
+            return (items, input.recalled.len() - read);
+        }
+        let Some(message) = input.log.get(hit.index) else {
+            continue;
+        };
+        if !held.is_new(message) {
+            continue;
+        }
+        let text = recalled_line(message, input.persona, input.dates, input.compact_recall);
+        let item = Item {
+            tokens: estimate_tokens(&text) + 1,
+            text,
+            index: message.index,
+            group: Some(format!("[{}]", input.dates.format(message.timestamp))),
+        };
+        tokens += item.tokens;
+        items.push(item);
+    }
+    (items, 0)
+}
+
+/// The said lines a prompt holds, by who said them and what they say up to case,
+/// spacing and punctuation. A line said again and again ("Halt! Who goes there?"
+/// at every patrol) is recalled once: each copy would spend the budget on words
+/// the prompt already holds. Events seen or heard are never merged, since an
+/// alarm that went off twice is two memories.
+#[derive(Default)]
+struct SaidOnce(HashSet<(Role, Option<SpeakerId>, String)>);
+
+impl SaidOnce {
+    /// Whether `message` says something the prompt does not hold yet; from now on
+    /// it does.
+    fn is_new(&mut self, message: &ChatMessage) -> bool {
+        let said = message.origin.is_said() || matches!(message.origin, Origin::SaidPrivately);
+        !said
+            || self.0.insert((
+                message.role,
+                message.speaker.clone(),
+                sameness_key(&message.content),
+            ))
+    }
+}
+
 /// Tokens of a group heading line.
 fn group_tokens(group: &str) -> usize {
     estimate_tokens(group) + 1
@@ -187,8 +251,8 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         _ => input.persona.text.to_string(),
     };
     let persona_tokens = estimate_tokens(&persona_text) + MESSAGE_OVERHEAD_TOKENS;
-    let facts = input.facts.filter(|f| !f.is_empty());
-    let facts_tokens = facts.as_deref().map_or(0, |f| estimate_tokens(f) + 1);
+    let facts = input.facts.as_deref().filter(|f| !f.is_empty());
+    let facts_tokens = facts.map_or(0, |f| estimate_tokens(f) + 1);
     let uncovered_tokens: usize = uncovered.iter().map(&message_tokens).sum();
     let required = persona_tokens + facts_tokens + uncovered_tokens;
 
@@ -200,20 +264,13 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .map(|m| Item::plain(message_tokens(m), String::new(), m.index))
         .collect();
     let summary_items = summary_items(&input.summaries, input.persona, input.dates);
-    let recall_items: Vec<Item> = input
-        .recalled
-        .iter()
-        .filter_map(|hit| input.log.get(hit.index))
-        .map(|m| {
-            let text = recalled_line(m, input.persona, input.dates, input.compact_recall);
-            Item {
-                tokens: estimate_tokens(&text) + 1,
-                text,
-                index: m.index,
-                group: Some(format!("[{}]", input.dates.format(m.timestamp))),
-            }
-        })
-        .collect();
+    // No section can take more than the budget leaves after what is always sent,
+    // so recalled lines past that are never formatted (or compared for copies).
+    let recall_room = input
+        .budget
+        .max_tokens
+        .map_or(usize::MAX, |max| max.saturating_sub(required));
+    let (recall_items, recall_unread) = recall_items(&input, uncovered, recall_room);
 
     let lore_items = lore::items(input.lore);
 
@@ -283,7 +340,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         report(
             SectionKind::Recalled,
             &sent_recall,
-            recall_items.len(),
+            recall_items.len() + recall_unread,
             headers[1],
         ),
         SectionReport {

@@ -123,6 +123,53 @@ pub(crate) fn shorten_to_chars(text: &str, max_chars: usize) -> std::borrow::Cow
     }
 }
 
+/// What two lines share when they differ only in case, spacing, punctuation or
+/// invisible characters ("Halt! Who goes there?" and "halt, who goes there"):
+/// lower-cased, with every run of whitespace, punctuation and format characters
+/// (zero-width and bidi controls) as one space, trimmed. A line made only of such
+/// characters ("...", "?!") is its own key, so it never equals a different one.
+pub(crate) fn sameness_key(text: &str) -> String {
+    let mut key = String::with_capacity(text.len());
+    let mut gap = false;
+    for ch in text.chars() {
+        if ch.is_whitespace() || is_punctuation_or_format(ch) {
+            gap = !key.is_empty();
+            continue;
+        }
+        if gap {
+            key.push(' ');
+            gap = false;
+        }
+        key.extend(ch.to_lowercase());
+    }
+    if key.is_empty() { text.to_owned() } else { key }
+}
+
+/// ASCII punctuation, Unicode's general punctuation block (dashes, quotes,
+/// zero-width and bidi controls), CJK and full-width punctuation, and the few
+/// Latin-1 marks players type. Not letters, digits, symbols or emoji.
+fn is_punctuation_or_format(ch: char) -> bool {
+    ch.is_ascii_punctuation()
+        || matches!(
+            ch,
+            '¡' | '¿'
+                | '«'
+                | '»'
+                | '·'
+                | '\u{2000}'..='\u{206F}'
+                | '\u{3000}'..='\u{3004}'
+                | '\u{3008}'..='\u{3011}'
+                | '\u{3014}'..='\u{301F}'
+                | '\u{FE10}'..='\u{FE19}'
+                | '\u{FE30}'..='\u{FE4F}'
+                | '\u{FEFF}'
+                | '\u{FF01}'..='\u{FF0F}'
+                | '\u{FF1A}'..='\u{FF20}'
+                | '\u{FF3B}'..='\u{FF40}'
+                | '\u{FF5B}'..='\u{FF65}'
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -166,6 +213,28 @@ mod tests {
         assert_eq!(first_chars("héllo", 2), "hé");
     }
 
+    #[test]
+    fn lines_that_differ_only_in_case_spacing_or_punctuation_share_a_key() {
+        let same = [
+            "Halt! Who goes there?",
+            "halt, who goes there",
+            "  HALT!!  Who\tgoes there…",
+            "Halt\u{200b}! Who goes \u{202e}there?",
+        ];
+        for line in same {
+            assert_eq!(sameness_key(line), "halt who goes there", "{line:?}");
+        }
+        assert_eq!(sameness_key("我是谁？"), sameness_key("我是谁"));
+        assert_eq!(sameness_key("ΣΟΦΊΑ!"), sameness_key("σοφία"));
+        assert_ne!(
+            sameness_key("Halt! Who goes there?"),
+            sameness_key("Halt! Who went there?")
+        );
+        assert_ne!(sameness_key("👍"), sameness_key("👎"));
+        assert_ne!(sameness_key("..."), sameness_key("?!"));
+        assert_ne!(sameness_key("I have 3 keys"), sameness_key("I have 4 keys"));
+    }
+
     proptest! {
         #[test]
         fn helpers_never_panic_and_keep_their_promises(text in "\\PC{0,40}", prefix in "\\PC{0,4}", max in 0usize..50) {
@@ -186,6 +255,12 @@ mod tests {
             let mut flat = String::new();
             push_one_line(&mut flat, &text);
             prop_assert!(!flat.chars().any(is_line_break));
+            let key = sameness_key(&text);
+            prop_assert_eq!(sameness_key(&key), key.clone(), "a key is its own key");
+            if key != text {
+                prop_assert!(!key.starts_with(' ') && !key.ends_with(' ') && !key.contains("  "));
+                prop_assert_eq!(sameness_key(&format!(" ¡{text}?! ")), key);
+            }
             let normalized = normalize_line_breaks(&text);
             prop_assert!(!normalized.chars().any(|c| c != '\n' && is_line_break(c)));
         }

@@ -46,6 +46,30 @@ fn segment(covered: std::ops::Range<LogIndex>, text: &str) -> SummarySegment {
     }
 }
 
+/// The prompt of `log` with only recalled lines and a window that no summary
+/// covers yet: no facts, no summary, the default budget and dates.
+fn recall_only(
+    log: &ChatLog,
+    persona: &PersonaPrompt,
+    recalled: Vec<RecallHit>,
+    window: std::ops::Range<LogIndex>,
+    compact_recall: bool,
+) -> AssembledPrompt {
+    assemble(AssemblyInput {
+        persona,
+        lore: &[],
+        facts: None,
+        summaries: SummarySource::Rolling(""),
+        recalled,
+        log,
+        covered_until: window.start,
+        window,
+        budget: &PromptBudget::default(),
+        dates: &DateFormat::default(),
+        compact_recall,
+    })
+}
+
 fn filler(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| format!("line {i} about the generator, the vents and the long night shift"))
@@ -235,19 +259,7 @@ fn chinese_personas_get_chinese_headings() {
     let log = log(&["我叫小明", "你好，小明", "今天", "好的"]);
     let mut persona = persona();
     persona.style = SummaryStyle::chinese();
-    let prompt = assemble(AssemblyInput {
-        persona: &persona,
-        lore: &[],
-        facts: None,
-        summaries: SummarySource::Rolling(""),
-        recalled: vec![hit(0, 2.0)],
-        log: &log,
-        window: 2..4,
-        covered_until: 2,
-        budget: &PromptBudget::default(),
-        dates: &DateFormat::default(),
-        compact_recall: false,
-    });
+    let prompt = recall_only(&log, &persona, vec![hit(0, 2.0)], 2..4, false);
     assert!(prompt.messages[0].content.contains("[回忆的原话"));
     assert!(prompt.messages[0].content.contains("\"我叫小明\""));
 }
@@ -264,20 +276,13 @@ fn recalled_lines_of_the_same_minute_share_one_time_heading() {
         // Two messages per minute.
         log.append(role, format!("line {line}"), (i / 2) as f64 * 60.0);
     }
-    let budget = PromptBudget::default();
-    let prompt = assemble(AssemblyInput {
-        persona: &persona(),
-        lore: &[],
-        facts: None,
-        summaries: SummarySource::Rolling(""),
-        recalled: vec![hit(0, 3.0), hit(1, 2.0), hit(2, 1.0)],
-        log: &log,
-        window: 4..6,
-        covered_until: 4,
-        budget: &budget,
-        dates: &DateFormat::default(),
-        compact_recall: false,
-    });
+    let prompt = recall_only(
+        &log,
+        &persona(),
+        vec![hit(0, 3.0), hit(1, 2.0), hit(2, 1.0)],
+        4..6,
+        false,
+    );
     let system = &prompt.messages[0].content;
     assert_eq!(system.matches("[day 1 00:00]").count(), 1, "{system}");
     assert_eq!(system.matches("[day 1 00:01]").count(), 1, "{system}");
@@ -302,19 +307,13 @@ fn compact_recalled_lines_stay_quoted_data_and_cost_fewer_tokens() {
     ];
     let log = log(&hostile);
     let assemble_with = |compact_recall: bool| {
-        assemble(AssemblyInput {
-            persona: &persona(),
-            lore: &[],
-            facts: None,
-            summaries: SummarySource::Rolling(""),
-            recalled: (0..4).map(|i| hit(i, 1.0)).collect(),
-            log: &log,
-            window: 4..6,
-            covered_until: 4,
-            budget: &PromptBudget::default(),
-            dates: &DateFormat::default(),
+        recall_only(
+            &log,
+            &persona(),
+            (0..4).map(|i| hit(i, 1.0)).collect(),
+            4..6,
             compact_recall,
-        })
+        )
     };
     let (quoted, compact) = (assemble_with(false), assemble_with(true));
     let system = &compact.messages[0].content;
@@ -369,19 +368,13 @@ fn compact_lines_keep_other_speakers_quoted_names() {
     for line in ["filler one", "filler two"] {
         log.append(Role::User, line, 60.0);
     }
-    let prompt = assemble(AssemblyInput {
-        persona: &persona(),
-        lore: &[],
-        facts: None,
-        summaries: SummarySource::Rolling(""),
-        recalled: (0..3).map(|i| hit(i, 1.0)).collect(),
-        log: &log,
-        window: 3..5,
-        covered_until: 3,
-        budget: &PromptBudget::default(),
-        dates: &DateFormat::default(),
-        compact_recall: true,
-    });
+    let prompt = recall_only(
+        &log,
+        &persona(),
+        (0..3).map(|i| hit(i, 1.0)).collect(),
+        3..5,
+        true,
+    );
     let system = &prompt.messages[0].content;
     assert!(
         system.contains("\n- \"Bob (p2)\": \"the vault code is 4471\"\n"),
@@ -389,4 +382,51 @@ fn compact_lines_keep_other_speakers_quoted_names() {
     );
     assert!(system.contains("\nY: \"noted\"\n"), "{system}");
     assert!(system.ends_with("\nP: \"P: \\\"hi\\\"\""), "{system}");
+}
+
+#[test]
+fn a_line_said_again_is_recalled_once_and_never_beside_its_copy_in_the_window() {
+    let mut log = ChatLog::new();
+    let patrols = [
+        "Halt! Who goes there?",
+        "halt, who goes there",
+        "HALT!!  Who goes there…",
+    ];
+    for (i, bark) in patrols.iter().enumerate() {
+        let t = i as f64 * 600.0;
+        log.append(Role::User, "Just me, the engineer.", t);
+        log.append(Role::Assistant, *bark, t + 1.0);
+    }
+    // Two events with the same words are two memories.
+    for t in [2000.0, 2600.0] {
+        log.append_from(
+            Role::System,
+            "The alarm went off",
+            t,
+            Origin::Witnessed { importance: 0.5 },
+            None,
+        );
+    }
+    log.append(Role::User, "Just me, the engineer!", 3000.0);
+    let hits: Vec<RecallHit> = (0..8).map(|i| hit(i, 10.0 - i as f32)).collect();
+    let prompt = recall_only(&log, &persona(), hits, 8..9, false);
+    let system = &prompt.messages[0].content;
+    let barks = system
+        .lines()
+        .filter(|l| l.to_lowercase().contains("halt"))
+        .count();
+    assert_eq!(barks, 1, "{system}");
+    assert!(
+        system.contains(r#""ECHO-7": "Halt! Who goes there?""#),
+        "the best-ranked copy is kept: {system}"
+    );
+    assert!(
+        !system.contains("the engineer"),
+        "the player's line is in the window already: {system}"
+    );
+    assert_eq!(system.matches("The alarm went off").count(), 2, "{system}");
+    let recalled = prompt.section(SectionKind::Recalled).unwrap();
+    assert_eq!(recalled.included, vec![1, 6, 7]);
+    assert_eq!(prompt.log_indices().filter(|&i| i == 8).count(), 1);
+    assert_eq!(log.len(), 9, "the log keeps every copy");
 }
