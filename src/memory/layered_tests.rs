@@ -300,3 +300,35 @@ fn a_summary_reply_is_read_as_its_request_asked_whatever_facts_are_now() {
     assert!(matches!(outcome, SummaryOutcome::Updated(_)), "{outcome:?}");
     assert_eq!(layers.context().summary(), "Alex fixes pumps.");
 }
+
+#[test]
+fn only_recalled_lines_the_prompt_sends_count_as_recalled() {
+    let mut config = MemoryConfig {
+        summary_threshold: Some(4),
+        ..MemoryConfig::with_window(8)
+    };
+    config.features = MemoryFeatures::layered(300);
+    config.features.forgetting.keep_if_recalled = 1;
+    let mut memory = play(&config, 60);
+    let mut layers = memory.layers();
+    layers.record(
+        Role::User,
+        "Which valve was stuck open in report 7?",
+        1000.0,
+    );
+    let prompt = layers.assemble();
+    let recalled = prompt
+        .section(SectionKind::Recalled)
+        .expect("a recall section");
+    assert!(
+        recalled.left_out > 0,
+        "the budget left candidates out: {recalled:?}"
+    );
+    let sent: Vec<LogIndex> = prompt.recalled.iter().map(|r| r.index).collect();
+    assert!(!sent.is_empty());
+    let recall = memory.context.recall();
+    for index in 0..memory.log.next_index() {
+        let expected = u32::from(sent.contains(&index));
+        assert_eq!(recall.access_count(index), expected, "message {index}");
+    }
+}

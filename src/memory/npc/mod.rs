@@ -311,6 +311,9 @@ impl LayersMut<'_> {
             recalled,
             &knowledge.lore,
         ));
+        // Only what the prompt sends was recalled; what the budget left out was not.
+        let sent = prompt.recalled.iter().map(|r| r.index);
+        self.context.recall.count_access(sent);
         self.context.last_prompt = Some(prompt.clone());
         prompt
     }
@@ -355,7 +358,7 @@ impl LayersMut<'_> {
                 .max_messages
                 .max(budget / BUDGET_TOKENS_PER_CANDIDATE);
         }
-        let mut hits = self.context.recall.query(&query, messages, &config);
+        let mut hits = self.context.recall.candidates(&query, messages, &config);
         // Lore that changed since it was told is no memory worth a line.
         hits.retain(|hit| !self.log.get(hit.index).is_some_and(|m| m.is_retracted()));
         hits

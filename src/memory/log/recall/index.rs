@@ -174,8 +174,10 @@ impl RecallIndex {
         self.doc(index).is_some_and(|doc| doc.forgotten)
     }
 
-    /// How many times recall has returned the message, as a neighbour or a match.
-    /// With the message's age and importance, this is what a forgetting policy weighs.
+    /// How many times the message was recalled, as a neighbour or a match: sent
+    /// in a reply prompt (a line the budget left out does not count), or returned
+    /// by [`query`](Self::query). With the message's age and importance, this is
+    /// what a forgetting policy weighs.
     pub fn access_count(&self, index: LogIndex) -> u32 {
         self.doc(index).map_or(0, |doc| doc.hits)
     }

@@ -149,6 +149,21 @@ impl RecallIndex {
         log: &[ChatMessage],
         config: &RecallConfig,
     ) -> Vec<RecallHit> {
+        let hits = self.candidates(query, log, config);
+        self.count_access(hits.iter().map(|hit| hit.index));
+        hits
+    }
+
+    /// [`query`](Self::query) without counting access: for a caller that sends
+    /// only some of the hits (a prompt under a budget) and counts those itself
+    /// with [`count_access`](Self::count_access), so that lines the budget left
+    /// out are not kept from forgetting as if they had been recalled.
+    pub(crate) fn candidates(
+        &mut self,
+        query: &RecallQuery<'_>,
+        log: &[ChatMessage],
+        config: &RecallConfig,
+    ) -> Vec<RecallHit> {
         if !config.enabled || config.max_messages == 0 || self.indexed_docs == 0 {
             return Vec::new();
         }
@@ -179,7 +194,6 @@ impl RecallIndex {
         if config.neighbours {
             hits = self.with_neighbours(hits, query, log, config);
         }
-        self.count_access(&hits);
         hits
     }
 
@@ -445,9 +459,10 @@ impl RecallIndex {
         matches
     }
 
-    fn count_access(&mut self, hits: &[RecallHit]) {
-        for hit in hits {
-            if let Ok(doc) = u32::try_from(hit.index) {
+    /// Counts one more access of each message at `indices`: it was recalled.
+    pub(crate) fn count_access(&mut self, indices: impl IntoIterator<Item = LogIndex>) {
+        for index in indices {
+            if let Ok(doc) = u32::try_from(index) {
                 self.ensure_doc(doc);
                 let entry = &mut self.docs[doc as usize];
                 entry.hits = entry.hits.saturating_add(1);
