@@ -218,7 +218,7 @@ impl SaidOnce {
     /// Whether `message` says something the prompt does not hold yet; from now on
     /// it does.
     fn is_new(&mut self, message: &ChatMessage) -> bool {
-        let said = message.origin.is_said() || matches!(message.origin, Origin::SaidPrivately);
+        let said = matches!(message.origin, Origin::Said | Origin::SaidPrivately);
         !said
             || self.0.insert((
                 message.role,

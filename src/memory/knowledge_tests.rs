@@ -327,3 +327,27 @@ fn lore_told_is_retracted_when_its_entry_changes() {
     );
     assert_eq!(rusty.layers().retract_lore(|_| None), 0, "retracted once");
 }
+
+#[test]
+fn only_what_a_telling_passes_on_counts_as_recalled() {
+    let mut features = MemoryFeatures::default();
+    features.recall.enabled = true;
+    let mut echo = npc("ECHO-7", features);
+    let mut layers = echo.layers();
+    let lines: Vec<LogIndex> = (0..4)
+        .map(|i| {
+            let line = format!("Toolbox {i} sits in crate {i}.");
+            let index = layers.say(line, f64::from(i) * 2.0).index;
+            layers.reply("Noted.", f64::from(i) * 2.0 + 1.0);
+            index
+        })
+        .collect();
+    let told = layers.tell_about("toolbox crate", 1, &teller("echo7", "ECHO-7"));
+    assert_eq!(told.len(), 1);
+    let passed_on = told[0].from_index.expect("from the log");
+    let recall = echo.context.recall();
+    for index in lines {
+        let expected = u32::from(index == passed_on);
+        assert_eq!(recall.access_count(index), expected, "line {index}");
+    }
+}

@@ -255,22 +255,32 @@ impl LayersMut<'_> {
             now: messages.last().map_or(0.0, |m| m.timestamp),
             own_name: "",
         };
-        let hits = if self.context.features.recall.enabled {
-            self.context.recall.query(&recall_query, messages, &config)
+        let own_index = self.context.features.recall.enabled;
+        let hits = if own_index {
+            self.context
+                .recall
+                .candidates(&recall_query, messages, &config)
         } else {
             // Recall is off for this NPC, so it keeps no index: build one for this
             // telling, which is rare next to replies.
-            RecallIndex::from_log_with_calendar(messages, config.calendar).query(
+            RecallIndex::from_log_with_calendar(messages, config.calendar).candidates(
                 &recall_query,
                 messages,
                 &config,
             )
         };
-        hits.into_iter()
+        let told: Vec<Told> = hits
+            .into_iter()
             .filter(|hit| matches!(hit.reason, RecallReason::Matched { .. }))
             .filter_map(|hit| self.tell(hit.index, teller))
             .take(max.min(MAX_TOLD_PER_QUERY))
-            .collect()
+            .collect();
+        // Only what is passed on was recalled; the spare candidates were not.
+        if own_index {
+            let recalled = told.iter().filter_map(|t| t.from_index);
+            self.context.recall.count_access(recalled);
+        }
+        told
     }
 
     /// A player line with its origin (said, or said privately) and its speaker,
