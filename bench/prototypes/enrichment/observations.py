@@ -25,6 +25,13 @@ def turn_text(turn):
     return text
 
 
+def turns(sample):
+    """A conversation's turns, session by session, in log order."""
+    for key, session in sample["conversation"].items():
+        if key.startswith("session_") and isinstance(session, list):
+            yield from session
+
+
 def main(out):
     notes, cited = {}, 0
     for sample in json.load(open(DATA)):
@@ -35,12 +42,10 @@ def main(out):
                     ids = ids if isinstance(ids, list) else re.split(r"[;,\s]+", ids)
                     for dia_id in filter(None, (i.strip() for i in ids)):
                         by_turn.setdefault(dia_id, []).append(text)
-        for key, turns in sample["conversation"].items():
-            if key.startswith("session_") and isinstance(turns, list):
-                for turn in turns:
-                    if turn["dia_id"] in by_turn:
-                        cited += 1
-                        notes[turn_text(turn)] = " ".join(by_turn[turn["dia_id"]])
+        for turn in turns(sample):
+            if turn["dia_id"] in by_turn:
+                cited += 1
+                notes[turn_text(turn)] = " ".join(by_turn[turn["dia_id"]])
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     json.dump(notes, open(out, "w"))
     print("%d turns cited by an observation" % cited)

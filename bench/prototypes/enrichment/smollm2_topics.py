@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 
-from observations import DATA, turn_text
+from observations import DATA, turn_text, turns
 
 SHOTS = [
     ("I just signed up for a pottery class, so excited!", "hobby, art, pottery, class, craft"),
@@ -38,11 +38,7 @@ def ask(server, text):
 
 
 def main(server, out):
-    lines = [turn_text(turn)
-             for sample in json.load(open(DATA))
-             for key, turns in sample["conversation"].items()
-             if key.startswith("session_") and isinstance(turns, list)
-             for turn in turns]
+    lines = [turn_text(turn) for sample in json.load(open(DATA)) for turn in turns(sample)]
     topics, start = {}, time.time()
     for line in lines:
         if line not in topics:
