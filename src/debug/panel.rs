@@ -434,13 +434,16 @@ fn usage(ui: &mut egui::Ui, title: &str, stats: Option<&UsageStats>) {
         })
     };
     ui.label(format!(
-        "{title}: {} requests, {} failed, {} retries · tokens {} in / {} out / {} cached · p50 {} ms, p95 {} ms",
+        "{title}: {} requests, {} failed, {} retries · tokens {} in / {} out / {} cached ({}) · p50 {} ms, p95 {} ms",
         stats.requests,
         stats.failures,
         stats.retries,
         stats.prompt_tokens,
         stats.completion_tokens,
         stats.cached_tokens,
+        stats
+            .cached_share()
+            .map_or("-".to_owned(), |share| format!("{:.0} %", share * 100.0)),
         ms(stats.latency_p50()),
         ms(stats.latency_p95()),
     ));

@@ -168,6 +168,14 @@ impl LlmBridge {
         }
     }
 
+    /// Has the backends drop what they keep for `npc` (every NPC with `None`).
+    pub(crate) fn forget(&self, npc: Option<&NpcId>) {
+        self.reply_backend.forget(npc);
+        if let Some(summaries) = &self.summary_backend {
+            summaries.forget(npc);
+        }
+    }
+
     /// A ticket for a request the scheduler holds until it may be sent.
     pub(crate) fn reserve(&mut self) -> Ticket {
         let id = TaskId(self.next_task);

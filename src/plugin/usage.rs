@@ -64,6 +64,13 @@ impl UsageStats {
         self.latencies.push_back(outcome.latency);
     }
 
+    /// The share of prompt tokens the provider's cache served (0.0 to 1.0), or
+    /// `None` before any prompt token was reported. A server that never reports
+    /// cached tokens shows 0.
+    pub fn cached_share(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+    }
+
     /// The median latency of recent requests.
     pub fn latency_p50(&self) -> Option<Duration> {
         self.latency_percentile(0.50)
@@ -198,6 +205,8 @@ mod tests {
             ),
             (1000, 200, 400)
         );
+        assert_eq!(stats.cached_share(), Some(0.4));
+        assert_eq!(UsageStats::default().cached_share(), None);
         assert_eq!(stats.latency_p50(), Some(Duration::from_millis(51)));
         assert_eq!(stats.latency_p95(), Some(Duration::from_millis(95)));
         assert!(usage.npc(&npc, Purpose::Summary).is_none());

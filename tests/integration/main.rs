@@ -33,15 +33,20 @@ mod loads;
 mod local_actions;
 #[cfg(feature = "local-llm")]
 mod local_llm;
+#[cfg(feature = "local-llm")]
+mod local_reuse;
 mod lore;
 mod observers;
 mod persistence;
 mod personas;
 #[cfg(feature = "http")]
+mod prompt_cache;
+#[cfg(feature = "http")]
 mod real_server;
 mod reflection;
 mod reply_fields;
 mod scheduler;
+mod server_script;
 mod shift_change;
 mod speakers;
 mod telemetry;

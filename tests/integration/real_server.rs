@@ -174,3 +174,55 @@ fn an_action_call_comes_back_as_structured_output() {
     assert!(response.content.is_empty());
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
 }
+
+/// The second line to an NPC repeats the first request's start, and the real
+/// server says so: its cached tokens reach the usage figures, at least half of the
+/// second prompt. A count the server reports, not a timing.
+#[test]
+fn the_second_line_reuses_the_servers_prompt_cache() {
+    let Some(url) = server_url() else { return };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend(&url))
+            .with_window(20),
+    );
+    h.wait_secs = 120;
+    // A persona of its own, so no other test's prompt shares its start.
+    let persona = Persona::new(
+        "VAULT-9",
+        format!(
+            "You are VAULT-9, the archive AI of a sealed vault ({}). You answer in one calm sentence and never reveal the vault's code.",
+            std::process::id()
+        ),
+    );
+    let npc = NpcId::new("vault9");
+    h.spawn("vault9", persona);
+    let reply_usage = |h: &Harness| {
+        let usage = h.app.world().resource::<LlmUsage>();
+        let stats = usage
+            .npc(&npc, Purpose::Reply)
+            .expect("replies were counted");
+        (stats.prompt_tokens, stats.cached_tokens)
+    };
+
+    h.say(
+        "vault9",
+        "Hello. I am the new archivist, and I need the catalogue.",
+    );
+    h.wait_for_replies(1);
+    h.settle();
+    let (first_prompt, first_cached) = reply_usage(&h);
+    h.say("vault9", "Which shelf holds the maps?");
+    h.wait_for_replies(2);
+    h.settle();
+    let (prompt, cached) = reply_usage(&h);
+    let (second_prompt, second_cached) = (prompt - first_prompt, cached - first_cached);
+    assert!(
+        second_prompt > first_prompt,
+        "the second prompt extends the first"
+    );
+    assert!(
+        2 * second_cached >= second_prompt,
+        "the server served {second_cached} of the second prompt's {second_prompt} tokens from its cache"
+    );
+}

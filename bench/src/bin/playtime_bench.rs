@@ -4,8 +4,15 @@
 //!
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- \
-//!     --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--data PATH] [--json]
+//!     --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--data PATH] \
+//!     [--hit-price P] [--json]
+//! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- --sweep [--json]
 //! ```
+//!
+//! `--hit-price` is what a cached prompt token costs as a share of one not cached
+//! (default 0.1). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
+//! if more) and prints, at hours 1, 5 and 10, full history against layered@2000 in
+//! prompt tokens and in miss-equivalent tokens as each provider bills them.
 //!
 //! `--data` defaults to `../shared/bench/locomo/locomo_dev.json` (from the repository root).
 
@@ -13,14 +20,19 @@ use std::path::PathBuf;
 
 use bevy_npc_memory_bench::cli::{Flags, parse_number};
 use bevy_npc_memory_bench::playtime::{Settings, Strategy, run};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--json]";
+const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--sweep] [--json]";
+
+/// The NPC counts and hours `--sweep` reports.
+const SWEEP_NPCS: [usize; 4] = [1, 5, 50, 100];
+const SWEEP_HOURS: [usize; 3] = [1, 5, 10];
 
 struct Args {
     settings: Settings,
     data: PathBuf,
     json: bool,
+    sweep: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -28,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
         settings: Settings::default(),
         data: PathBuf::from("../shared/bench/locomo/locomo_dev.json"),
         json: false,
+        sweep: false,
     };
     let mut flags = Flags::from_env();
     while let Some(flag) = flags.next_flag() {
@@ -52,8 +65,19 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| format!("--conversation needs MIN-MAX, got {text:?}"))?;
                 settings.conversation_lines = (parse_number(&flag, lo)?, parse_number(&flag, hi)?);
             }
+            "--hit-price" => {
+                let text = flags.value(&flag)?;
+                settings.hit_price = text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=1.0).contains(p))
+                    .ok_or_else(|| {
+                        format!("--hit-price needs a number from 0 to 1, got {text:?}")
+                    })?;
+            }
             "--data" => args.data = flags.value(&flag)?.into(),
             "--json" => args.json = true,
+            "--sweep" => args.sweep = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -123,6 +147,66 @@ fn print_table(r: &Value) {
     );
 }
 
+/// Runs every NPC count of the sweep for at least 10 hours.
+fn sweep(args: &Args) -> Result<Vec<Value>, String> {
+    let strategies = [Strategy::Full, Strategy::Layered(2000)];
+    SWEEP_NPCS
+        .iter()
+        .map(|&npcs| {
+            let settings = Settings {
+                npcs,
+                hours: args.settings.hours.max(10),
+                ..args.settings.clone()
+            };
+            run(&settings, &strategies, &args.data)
+        })
+        .collect()
+}
+
+fn print_sweep(reports: &[Value]) {
+    println!(
+        "| NPCs | hour | full tokens/hour | layered@2000 | ratio | miss-equivalent, full / layered@2000 (ideal, openai, deepseek; cache kept) | same, 5-min TTL (deepseek) | layered@2000 cacheable share of reply prompts (whole run) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for report in reports {
+        let npcs = &report["settings"]["npcs"];
+        let full = &report["strategies"]["full"];
+        let layered = &report["strategies"]["layered@2000"];
+        for hour in SWEEP_HOURS {
+            let at = |t: &Value, field: &str| t[field][hour - 1].as_f64().unwrap_or(0.0);
+            let billed = |t: &Value, ttl: &str, provider: &str| {
+                t["miss_equivalent_tokens_per_hour"][ttl][provider][hour - 1]
+                    .as_f64()
+                    .unwrap_or(0.0)
+            };
+            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+            let providers: Vec<String> = ["ideal", "openai", "deepseek"]
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{:.2}",
+                        ratio(billed(full, "session", p), billed(layered, "session", p))
+                    )
+                })
+                .collect();
+            println!(
+                "| {npcs} | {hour} | {} | {} | {:.2} | {} | {:.2} | {:.3} |",
+                number(&json!(at(full, "tokens_per_hour"))),
+                number(&json!(at(layered, "tokens_per_hour"))),
+                ratio(at(full, "tokens_per_hour"), at(layered, "tokens_per_hour")),
+                providers.join(" / "),
+                ratio(
+                    billed(full, "ttl_5min", "deepseek"),
+                    billed(layered, "ttl_5min", "deepseek")
+                ),
+                layered["cache_prefix_share"]["replies"]
+                    .as_f64()
+                    .unwrap_or(0.0),
+            );
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
@@ -131,6 +215,22 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if args.sweep {
+        return match sweep(&args) {
+            Ok(reports) if args.json => {
+                println!("{}", json!({ "sweep": reports }));
+                std::process::ExitCode::SUCCESS
+            }
+            Ok(reports) => {
+                print_sweep(&reports);
+                std::process::ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("playtime_bench: {error}");
+                std::process::ExitCode::from(1)
+            }
+        };
+    }
     match run(&args.settings, &Strategy::all(), &args.data) {
         Ok(report) if args.json => println!("{report}"),
         Ok(report) => print_table(&report),

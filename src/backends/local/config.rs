@@ -92,6 +92,12 @@ pub struct LocalLlmConfig {
     /// default: loading a model logs hundreds of lines. The first backend created
     /// in a process decides this for all of them.
     pub llama_logs: bool,
+    /// Bytes of evaluated prompts kept for NPCs other than the one the model last
+    /// answered, so that each NPC's next request reads only what is new after the
+    /// prefix it shares with its last one. Least recently used first out; 0 keeps
+    /// only the last NPC's. The demo model's state is about 23 KB a token, so the
+    /// default, 256 MiB, keeps about ten 1,000-token prompts.
+    pub prompt_cache_bytes: usize,
 }
 
 impl LocalLlmConfig {
@@ -113,12 +119,20 @@ impl LocalLlmConfig {
             seed: None,
             action_choice: ActionChoice::Auto,
             llama_logs: false,
+            prompt_cache_bytes: 256 * 1024 * 1024,
         }
     }
 
     /// The demo model at [`DEFAULT_MODEL_PATH`].
     pub fn demo() -> Self {
         Self::new(DEFAULT_MODEL_PATH)
+    }
+
+    /// Sets how many bytes of other NPCs' evaluated prompts are kept (see
+    /// [`prompt_cache_bytes`](Self::prompt_cache_bytes)).
+    pub fn with_prompt_cache_bytes(mut self, bytes: usize) -> Self {
+        self.prompt_cache_bytes = bytes;
+        self
     }
 
     /// Sets the context size in tokens (at least 64).

@@ -32,6 +32,8 @@ pub(super) enum Calls {
 pub(super) struct Generation {
     pub(super) text: String,
     pub(super) prompt_tokens: usize,
+    /// Prompt tokens the context held already, from the NPC's last request.
+    pub(super) cached_tokens: usize,
     pub(super) generated: usize,
     pub(super) max_tokens: u32,
     pub(super) finish: &'static str,
@@ -45,6 +47,7 @@ impl Generation {
         Generation {
             text: other.text,
             prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            cached_tokens: self.cached_tokens + other.cached_tokens,
             generated: self.generated + other.generated,
             max_tokens: other.max_tokens,
             finish: other.finish,
@@ -57,6 +60,7 @@ impl Generation {
         GenerationStats {
             purpose,
             prompt_tokens: self.prompt_tokens,
+            cached_prompt_tokens: self.cached_tokens,
             prompt_time: self.prompt_time,
             generated_tokens: self.generated,
             generation_time: self.generation_time,
@@ -69,7 +73,7 @@ impl Generation {
             usage: Some(TokenUsage {
                 prompt_tokens: self.prompt_tokens as u64,
                 completion_tokens: self.generated as u64,
-                cached_tokens: None,
+                cached_tokens: Some(self.cached_tokens as u64),
             }),
             finish_reason: Some(self.finish.to_owned()),
             action_calls: Vec::new(),

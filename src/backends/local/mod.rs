@@ -7,9 +7,11 @@
 
 mod actions;
 mod config;
+mod cpu;
 mod generation;
 mod grammar;
 mod oneshot;
+mod reuse;
 mod segments;
 mod status;
 mod template;
@@ -24,11 +26,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use config::{DEFAULT_MODEL_PATH, LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+pub use cpu::KernelFeatures;
 pub use status::{ChatTemplateSource, GenerationStats, ModelStatus};
 pub use tokenizer::SpecialToken;
 
 use crate::backends::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
-use crate::memory::PromptMessage;
+use crate::memory::{NpcId, PromptMessage};
 use status::Shared;
 use worker::{Job, Work};
 
@@ -217,6 +220,13 @@ impl fmt::Debug for LocalLlmBackend {
 impl ChatBackend for LocalLlmBackend {
     fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Drops the NPC's evaluated prompts: they were derived from memory that is
+    /// gone.
+    fn forget(&self, npc: Option<&NpcId>) {
+        // A worker that has stopped keeps nothing to forget.
+        let _ = self.inner.send(Work::Forget { npc: npc.cloned() });
     }
 
     fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {

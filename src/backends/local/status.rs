@@ -44,7 +44,10 @@ pub struct GenerationStats {
     pub purpose: Purpose,
     /// Tokens in the prompt as the model saw it.
     pub prompt_tokens: usize,
-    /// Time spent reading the prompt.
+    /// Of those, the tokens the context held already from the NPC's last request,
+    /// which were not read again.
+    pub cached_prompt_tokens: usize,
+    /// Time spent reading the prompt (the new tokens only).
     pub prompt_time: Duration,
     /// Tokens generated.
     pub generated_tokens: usize,
@@ -53,9 +56,13 @@ pub struct GenerationStats {
 }
 
 impl GenerationStats {
-    /// Prompt tokens read per second.
+    /// Prompt tokens read per second; tokens the context held already were not
+    /// read, so they do not count.
     pub fn prompt_tokens_per_second(&self) -> f64 {
-        rate(self.prompt_tokens, self.prompt_time)
+        rate(
+            self.prompt_tokens.saturating_sub(self.cached_prompt_tokens),
+            self.prompt_time,
+        )
     }
 
     /// Tokens generated per second.

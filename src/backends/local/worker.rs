@@ -24,14 +24,16 @@ use llama_cpp_2::{LogOptions, send_logs_to_tracing};
 
 use super::actions::{self, ActionPlan};
 use super::config::{LocalLlmConfig, MaxTokensPolicy, SummaryForm};
+use super::cpu::KernelFeatures;
 use super::generation::{Calls, Generation, Limits, sampler};
+use super::reuse::{Owner, PromptReuse};
 use super::segments::{Segment, Sentinels, chatml, content_of};
 use super::status::{ChatTemplateSource, GenerationStats, ModelStatus, Shared};
 use super::template::{Prompt, StopScanner, Utf8Buffer, compact_questions, compose_compact};
 use super::tokenizer::{PromptTokenizer, SpecialToken};
 use crate::backends::call_object;
 use crate::backends::{BackendError, ChatRequest, ChatResponse, Progress, Purpose, RequestKind};
-use crate::memory::{PromptMessage, Role};
+use crate::memory::{NpcId, PromptMessage, Role};
 
 /// One request waiting for the worker.
 pub(crate) struct Job {
@@ -59,6 +61,8 @@ pub(crate) enum Work {
     SpecialTokens {
         reply: oneshot::Sender<Result<Vec<SpecialToken>, BackendError>>,
     },
+    /// Drop the evaluated prompts kept for an NPC (every NPC with `None`).
+    Forget { npc: Option<NpcId> },
 }
 
 /// llama.cpp's global state may be set up once per process, but a game may create
@@ -108,6 +112,7 @@ fn fail_every_request(name: &str, shared: &Shared, jobs: Receiver<Work>, reason:
             Work::Chat(job) => drop(job.reply.send(Err(unavailable()))),
             Work::Tokenize { reply, .. } => drop(reply.send(Err(unavailable()))),
             Work::SpecialTokens { reply } => drop(reply.send(Err(unavailable()))),
+            Work::Forget { .. } => {}
         }
     }
 }
@@ -159,6 +164,7 @@ pub(crate) fn run(config: LocalLlmConfig, name: String, shared: Arc<Shared>, job
             Work::SpecialTokens { reply } => {
                 let _ = reply.send(Ok(model.tokenizer.special_tokens()));
             }
+            Work::Forget { npc } => engine.reuse.forget(&mut engine.context, npc.as_ref()),
             Work::Chat(_) | Work::Tokenize { .. } => {}
         }
     }
@@ -185,6 +191,11 @@ impl Loaded {
 fn load(config: &LocalLlmConfig) -> Result<Loaded, String> {
     let path = &config.model_path;
     check_file(path)?;
+    // Before llama.cpp runs a single kernel: a CPU that lacks what they were
+    // compiled for would die of an illegal instruction.
+    let kernels = KernelFeatures::detect();
+    kernels.require()?;
+    tracing::debug!("llama.cpp kernels: {kernels}");
     let llama = llama(config.llama_logs)?;
     let model = LlamaModel::load_from_file(llama, path, &LlamaModelParams::default()).map_err(
         |error| {
@@ -254,6 +265,8 @@ struct Engine<'m> {
     warned_template: bool,
     /// Actions already warned about as not offered, so each warns once.
     warned_actions: HashSet<String>,
+    /// What the context holds, so a request reads only what is new.
+    reuse: PromptReuse,
 }
 
 impl<'m> Engine<'m> {
@@ -287,6 +300,7 @@ impl<'m> Engine<'m> {
             batch: LlamaBatch::new(batch_size, 1),
             warned_template: false,
             warned_actions: HashSet::new(),
+            reuse: PromptReuse::new(config.prompt_cache_bytes),
         })
     }
 
@@ -454,8 +468,12 @@ impl<'m> Engine<'m> {
         let tokens = self.fit(prompt, limit)?;
 
         let started = Instant::now();
-        self.context.clear_kv_cache();
-        self.feed_prompt(&tokens, &job.reply)?;
+        let owner = Owner {
+            npc: job.request.npc.clone(),
+            purpose: job.request.purpose(),
+        };
+        let reused = self.reuse.prepare(&mut self.context, owner, &tokens);
+        self.feed_prompt(&tokens, reused, &job.reply)?;
         let prompt_time = started.elapsed();
 
         let generating = Instant::now();
@@ -512,6 +530,7 @@ impl<'m> Engine<'m> {
             self.context
                 .decode(&mut self.batch)
                 .map_err(|error| self.other(format!("generation failed: {error}")))?;
+            self.reuse.evaluated(&[token]);
         }
         if !scanner.stopped() {
             let rest = scanner.finish().to_owned();
@@ -525,6 +544,7 @@ impl<'m> Engine<'m> {
         Ok(Generation {
             text: scanner.text().to_owned(),
             prompt_tokens: tokens.len(),
+            cached_tokens: reused,
             generated: generated as usize,
             max_tokens,
             finish,
@@ -608,21 +628,24 @@ impl<'m> Engine<'m> {
         chatml(messages)
     }
 
-    /// Evaluates the prompt in batches, stopping early if the caller went away.
+    /// Evaluates the prompt from token `from` on (those before it are in the
+    /// context already) in batches, stopping early if the caller went away.
     fn feed_prompt(
         &mut self,
         tokens: &[LlamaToken],
+        from: usize,
         reply: &oneshot::Sender<Result<ChatResponse, BackendError>>,
     ) -> Result<(), BackendError> {
         let chunk = self.context.n_batch().max(1) as usize;
         let last = tokens.len().saturating_sub(1);
-        for (index, piece) in tokens.chunks(chunk).enumerate() {
+        let mut start = from;
+        while start < tokens.len() {
             if reply.is_closed() {
                 return Err(BackendError::Cancelled);
             }
+            let end = (start + chunk).min(tokens.len());
             self.batch.clear();
-            for (offset, token) in piece.iter().enumerate() {
-                let position = index * chunk + offset;
+            for (position, token) in tokens.iter().enumerate().take(end).skip(start) {
                 self.batch
                     .add(*token, position as i32, &[0], position == last)
                     .map_err(|error| self.other(format!("could not queue the prompt: {error}")))?;
@@ -630,6 +653,8 @@ impl<'m> Engine<'m> {
             self.context
                 .decode(&mut self.batch)
                 .map_err(|error| self.other(format!("could not read the prompt: {error}")))?;
+            self.reuse.evaluated(&tokens[start..end]);
+            start = end;
         }
         Ok(())
     }

@@ -22,7 +22,7 @@ use crate::backends::AbortOnDrop;
 use crate::backends::{ActionChoice, call_object};
 use crate::backends::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    ResponsePart, TokenUsage,
+    ResponsePart,
 };
 use crate::memory::ActionSpec;
 
@@ -221,6 +221,10 @@ impl Inner {
                 && config.action_choice == ActionChoice::Required)
                 .then_some("required"),
             response_format: structured.then(|| structured::response_format(offered)),
+            prompt_cache_key: config
+                .cache_routing
+                .cache_key(&request.npc, request.purpose()),
+            id_slot: config.cache_routing.slot(&request.npc),
         };
         // Serialized once; every retry sends the same bytes.
         let body = serde_json::to_vec(&body).map_err(|error| {
@@ -302,9 +306,9 @@ impl Inner {
         {
             return Err(self.too_large(ResponsePart::Body, limit));
         }
-        let completion: ChatCompletion = serde_json::from_slice(&bytes)
+        let mut completion: ChatCompletion = serde_json::from_slice(&bytes)
             .map_err(|error| self.malformed(format!("invalid JSON: {error}")))?;
-        let usage = completion.usage.map(TokenUsage::from);
+        let usage = completion.token_usage();
         let choice = completion
             .choices
             .into_iter()
@@ -367,11 +371,11 @@ impl Inner {
                     done = true;
                     break 'read;
                 }
-                let chunk: ChatCompletion = serde_json::from_str(&data).map_err(|error| {
+                let mut chunk: ChatCompletion = serde_json::from_str(&data).map_err(|error| {
                     self.malformed(format!("invalid JSON in the stream: {error}"))
                 })?;
-                if let Some(chunk_usage) = chunk.usage {
-                    usage = Some(TokenUsage::from(chunk_usage));
+                if let Some(chunk_usage) = chunk.token_usage() {
+                    usage = Some(chunk_usage);
                 }
                 let Some(choice) = chunk.choices.into_iter().next() else {
                     continue;

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::backends::ActionChoice;
+use crate::backends::{ActionChoice, Purpose};
+use crate::memory::NpcId;
 
 /// An API key. It is read at run time from the environment (or given by the game),
 /// never stored in a persona file or a save, and redacted in `Debug` and `Display`.
@@ -194,6 +195,53 @@ pub struct OpenAiConfig {
     pub retry: RetryPolicy,
     /// The most bytes read from the server for each part of an answer.
     pub limits: ResponseLimits,
+    /// Whether each NPC's requests are steered to the server cache that holds its
+    /// last prompt. Off by default.
+    pub cache_routing: CacheRouting,
+}
+
+/// How an NPC's requests are steered to the server-side cache that holds its last
+/// prompt, so the next one is served from it. Which fits depends on the server; see
+/// `docs/backends.md`, "Prompt caches".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheRouting {
+    /// Nothing extra is sent; the server's own matching decides (llama.cpp's
+    /// server picks the slot whose cached prompt is most alike, OpenAI routes on
+    /// the prompt's start).
+    #[default]
+    Off,
+    /// OpenAI's `prompt_cache_key`: `"{npc}/{purpose}"`, so an NPC's replies (and
+    /// its summaries) land where their shared prefix is cached.
+    PromptCacheKey,
+    /// llama.cpp's `id_slot`: each NPC keeps to one of the server's `slots`
+    /// (its `--parallel`), chosen by a stable hash of its id, so another NPC's
+    /// request does not evict its prompt. Requests for a busy slot wait for it.
+    LlamaSlot {
+        /// The server's slot count.
+        slots: u32,
+    },
+}
+
+impl CacheRouting {
+    /// The `prompt_cache_key` to send for a request, if any.
+    pub(crate) fn cache_key(self, npc: &NpcId, purpose: Purpose) -> Option<String> {
+        (self == CacheRouting::PromptCacheKey).then(|| format!("{npc}/{}", purpose.as_str()))
+    }
+
+    /// The llama.cpp slot to send a request to, if any: the same for every
+    /// request of one NPC, in every run and on every machine.
+    pub(crate) fn slot(self, npc: &NpcId) -> Option<u32> {
+        match self {
+            CacheRouting::LlamaSlot { slots } if slots > 0 => {
+                // FNV-1a: std's hasher may change between Rust releases.
+                let hash = npc.as_str().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+                Some((hash % u64::from(slots)) as u32)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl OpenAiConfig {
@@ -221,6 +269,7 @@ impl OpenAiConfig {
             structured_actions: false,
             retry: RetryPolicy::default(),
             limits: ResponseLimits::default(),
+            cache_routing: CacheRouting::Off,
         }
     }
 
@@ -277,6 +326,13 @@ impl OpenAiConfig {
         self
     }
 
+    /// Steers each NPC's requests to the cache that holds its last prompt (see
+    /// [`CacheRouting`]).
+    pub fn with_cache_routing(mut self, routing: CacheRouting) -> Self {
+        self.cache_routing = routing;
+        self
+    }
+
     /// Uses other limits on what is read from the server.
     pub fn with_limits(mut self, limits: ResponseLimits) -> Self {
         self.limits = limits;
@@ -318,6 +374,7 @@ impl fmt::Debug for OpenAiConfig {
             structured_actions,
             retry,
             limits,
+            cache_routing,
         } = self;
         f.debug_struct("OpenAiConfig")
             .field("provider", provider)
@@ -337,6 +394,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("structured_actions", structured_actions)
             .field("retry", retry)
             .field("limits", limits)
+            .field("cache_routing", cache_routing)
             .finish()
     }
 }
@@ -398,5 +456,31 @@ mod tests {
             !shown.contains("hunter22") && !shown.contains("k-123456"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn cache_routing_keys_each_npc_the_same_way_every_time() {
+        let (echo, rusty) = (NpcId::new("echo7"), NpcId::new("rusty"));
+        let key = CacheRouting::PromptCacheKey;
+        assert_eq!(
+            key.cache_key(&echo, Purpose::Reply).as_deref(),
+            Some("echo7/reply")
+        );
+        assert_eq!(
+            key.cache_key(&echo, Purpose::Summary).as_deref(),
+            Some("echo7/summary")
+        );
+        assert_eq!(key.slot(&echo), None);
+        let slots = CacheRouting::LlamaSlot { slots: 4 };
+        assert_eq!(slots.cache_key(&echo, Purpose::Reply), None);
+        // FNV-1a of the id, fixed across runs and machines.
+        assert_eq!(slots.slot(&echo), slots.slot(&NpcId::new("echo7")));
+        assert!(slots.slot(&echo).unwrap() < 4 && slots.slot(&rusty).unwrap() < 4);
+        let spread: std::collections::HashSet<u32> = (0..64)
+            .filter_map(|i| slots.slot(&NpcId::new(format!("npc{i}"))))
+            .collect();
+        assert_eq!(spread.len(), 4, "64 NPCs use every slot");
+        assert_eq!(CacheRouting::LlamaSlot { slots: 0 }.slot(&echo), None);
+        assert_eq!(CacheRouting::Off.slot(&echo), None);
     }
 }

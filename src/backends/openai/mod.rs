@@ -11,4 +11,4 @@ mod tool_calls;
 mod wire;
 
 pub use client::OpenAiBackend;
-pub use config::{ApiKey, OpenAiConfig, ResponseLimits, RetryPolicy};
+pub use config::{ApiKey, CacheRouting, OpenAiConfig, ResponseLimits, RetryPolicy};

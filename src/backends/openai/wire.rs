@@ -28,6 +28,16 @@ pub(crate) struct ChatCompletionRequest<'a> {
     /// The JSON schema of a call object, when actions go as structured output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) response_format: Option<serde_json::Value>,
+    /// OpenAI's routing key for its prompt cache ([`CacheRouting`]).
+    ///
+    /// [`CacheRouting`]: super::CacheRouting
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) prompt_cache_key: Option<String>,
+    /// llama.cpp's slot for this request ([`CacheRouting`]).
+    ///
+    /// [`CacheRouting`]: super::CacheRouting
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) id_slot: Option<u32>,
 }
 
 /// An action offered as an OpenAI function tool: its name, description and JSON
@@ -58,6 +68,40 @@ pub(crate) struct ChatCompletion {
     #[serde(default)]
     pub(crate) choices: Vec<Choice>,
     pub(crate) usage: Option<Usage>,
+    /// llama.cpp's server adds its own timings, with how much of the prompt its
+    /// cache served.
+    pub(crate) timings: Option<Timings>,
+}
+
+impl ChatCompletion {
+    /// The usage as billed, with cached tokens from whichever shape the server
+    /// reports them in: OpenAI's `prompt_tokens_details.cached_tokens`,
+    /// DeepSeek's `prompt_cache_hit_tokens`, or llama.cpp's `timings.cache_n`.
+    pub(crate) fn token_usage(&mut self) -> Option<TokenUsage> {
+        let timings = self.timings.take();
+        let mut usage = self.usage.take().map(TokenUsage::from);
+        if let Some(Timings {
+            cache_n: Some(cached),
+            prompt_n,
+        }) = timings
+        {
+            let usage = usage.get_or_insert(TokenUsage {
+                prompt_tokens: cached + prompt_n.unwrap_or(0),
+                ..TokenUsage::default()
+            });
+            usage.cached_tokens = usage.cached_tokens.or(Some(cached));
+        }
+        usage
+    }
+}
+
+/// The part of llama.cpp's `timings` that counts tokens.
+#[derive(Deserialize)]
+pub(crate) struct Timings {
+    /// Prompt tokens served from the server's cache.
+    pub(crate) cache_n: Option<u64>,
+    /// Prompt tokens evaluated afresh.
+    pub(crate) prompt_n: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -115,4 +159,45 @@ pub(crate) struct ErrorBody {
 #[derive(Deserialize)]
 pub(crate) struct ErrorDetail {
     pub(crate) message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage_of(json: &str) -> Option<TokenUsage> {
+        serde_json::from_str::<ChatCompletion>(json)
+            .expect("valid")
+            .token_usage()
+    }
+
+    #[test]
+    fn cached_tokens_are_read_from_every_shape_servers_send() {
+        let openai = r#"{"choices":[],"usage":{"prompt_tokens":2048,"completion_tokens":9,
+            "prompt_tokens_details":{"cached_tokens":1920}}}"#;
+        let deepseek = r#"{"choices":[],"usage":{"prompt_tokens":700,"completion_tokens":9,
+            "prompt_cache_hit_tokens":640,"prompt_cache_miss_tokens":60}}"#;
+        let llama = r#"{"choices":[],"usage":{"prompt_tokens":640,"completion_tokens":9},
+            "timings":{"cache_n":621,"prompt_n":19,"prompt_ms":109.0}}"#;
+        assert_eq!(usage_of(openai).unwrap().cached_tokens, Some(1920));
+        assert_eq!(usage_of(deepseek).unwrap().cached_tokens, Some(640));
+        let llama = usage_of(llama).unwrap();
+        assert_eq!((llama.prompt_tokens, llama.cached_tokens), (640, Some(621)));
+    }
+
+    #[test]
+    fn timings_alone_still_count_the_prompt_and_the_usage_shape_wins() {
+        // A streamed llama.cpp chunk may carry timings without usage.
+        let only_timings = r#"{"choices":[],"timings":{"cache_n":100,"prompt_n":28}}"#;
+        let usage = usage_of(only_timings).unwrap();
+        assert_eq!((usage.prompt_tokens, usage.cached_tokens), (128, Some(100)));
+        // When both say, the provider's own usage is what it bills.
+        let both = r#"{"choices":[],"usage":{"prompt_tokens":50,"completion_tokens":1,
+            "prompt_tokens_details":{"cached_tokens":32}},"timings":{"cache_n":40,"prompt_n":10}}"#;
+        assert_eq!(usage_of(both).unwrap().cached_tokens, Some(32));
+        assert_eq!(usage_of(r#"{"choices":[]}"#), None);
+        // Cache counts absent everywhere: unknown, not zero.
+        let plain = r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#;
+        assert_eq!(usage_of(plain).unwrap().cached_tokens, None);
+    }
 }

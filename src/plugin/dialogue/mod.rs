@@ -228,6 +228,7 @@ impl<'w> Dialogue<'w, '_> {
         if let Some(mut layers) = self.layers.get_mut(npc) {
             layers.clear();
         }
+        self.bridge.forget(Some(npc));
     }
 
     fn cancel(&mut self, npc: &NpcId) {
@@ -247,11 +248,14 @@ impl<'w> Dialogue<'w, '_> {
 
     /// Cancels every request in flight and every waiting line, as loading another
     /// save slot must: their results belong to the memory being replaced.
+    /// Cancels every request, and has the backends drop what they derived from
+    /// the memory being replaced.
     pub(crate) fn cancel_all(&mut self) {
         for npc in self.requests.npcs() {
             self.cancel(&npc);
         }
         self.scheduler.forget_all();
+        self.bridge.forget(None);
     }
 
     /// Applies a new configuration. Switching recall on for a log with a long
