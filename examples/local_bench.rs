@@ -158,19 +158,10 @@ fn main() {
             "frames (app.update(), {} ms game work, 60 fps pacing, 1 inference thread at nice {niceness}):",
             millis(GAME_WORK)
         );
+        println!("  idle:       {})", frame_figures(&idle));
         println!(
-            "  idle:       p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames)",
-            ms(percentile(&idle, 50.0)),
-            ms(percentile(&idle, 99.0)),
-            ms(percentile(&idle, 100.0)),
-            idle.len()
-        );
-        println!(
-            "  generating: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames, {tokens} tokens streamed)",
-            ms(percentile(&busy, 50.0)),
-            ms(percentile(&busy, 99.0)),
-            ms(percentile(&busy, 100.0)),
-            busy.len()
+            "  generating: {}, {tokens} tokens streamed)",
+            frame_figures(&busy)
         );
         println!(
             "  ratio generating/idle: p50 {:.2}, p99 {:.2} (target p99 <= 1.2)",
@@ -359,14 +350,14 @@ fn conversation_reuse(model: &std::path::Path, lines: usize) -> (u64, u64) {
             .with_backend(backend)
             .with_features(MemoryFeatures::layered(1_500)),
     ));
-    let persona = app
-        .world_mut()
-        .resource_mut::<Assets<Persona>>()
-        .add(Persona::new(
+    spawn_npc(
+        &mut app,
+        "rusty",
+        Persona::new(
             "RUSTY-3",
             "You are RUSTY-3, the bunker's cheerful maintenance robot. You fix pipes, vents and generators, speak in short sentences, and report what you are repairing.",
-        ));
-    app.world_mut().spawn(Npc::new("rusty", persona));
+        ),
+    );
     app.update();
     let idle = |app: &mut App| {
         while !app.world().resource::<NpcRequests>().is_idle() {
@@ -385,6 +376,15 @@ fn conversation_reuse(model: &std::path::Path, lines: usize) -> (u64, u64) {
         .npc(&NpcId::new("rusty"), Purpose::Reply)
         .expect("replies were counted");
     (replies.cached_tokens, replies.prompt_tokens)
+}
+
+/// Spawns an NPC `id` with `persona` in a headless app.
+fn spawn_npc(app: &mut App, id: &str, persona: Persona) {
+    let persona = app
+        .world_mut()
+        .resource_mut::<Assets<Persona>>()
+        .add(persona);
+    app.world_mut().spawn(Npc::new(id, persona));
 }
 
 #[derive(Resource, Default)]
@@ -445,14 +445,14 @@ fn frame_times(
     .init_resource::<Streamed>()
     .insert_resource(Talking(false))
     .add_systems(Update, (game_work, keep_talking));
-    let persona = app
-        .world_mut()
-        .resource_mut::<Assets<Persona>>()
-        .add(Persona::new(
+    spawn_npc(
+        &mut app,
+        "echo7",
+        Persona::new(
             "ECHO-7",
             "You are ECHO-7, the security AI of an underground bunker.",
-        ));
-    app.world_mut().spawn(Npc::new("echo7", persona));
+        ),
+    );
     for _ in 0..60 {
         app.update();
     }
@@ -487,6 +487,17 @@ fn frame_times(
     }
     let streamed = app.world().resource::<Streamed>().0;
     (idle, busy, streamed)
+}
+
+/// `p50 .. ms, p99 .. ms, max .. ms (N frames` of one phase's frame times.
+fn frame_figures(frames: &[Duration]) -> String {
+    format!(
+        "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} frames",
+        ms(percentile(frames, 50.0)),
+        ms(percentile(frames, 99.0)),
+        ms(percentile(frames, 100.0)),
+        frames.len()
+    )
 }
 
 fn percentile(samples: &[Duration], p: f64) -> Duration {
