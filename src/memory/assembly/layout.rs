@@ -95,7 +95,7 @@ pub(super) fn block_start(
 ) -> usize {
     let block = block.max(1) as LogIndex;
     let mut start = wanted;
-    while start < uncovered && !window[start].index.is_multiple_of(block) {
+    while start < uncovered && window[start].index % block != 0 {
         start += 1;
     }
     while start < uncovered && window[start].role != Role::User {
