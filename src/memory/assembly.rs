@@ -85,10 +85,7 @@ pub struct RecalledMessage {
 /// A reply prompt and how it was built.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AssembledPrompt {
-    /// The messages to send. With layered memory: a system message (persona,
-    /// pinned facts, summaries), the window, and, when lore or old lines were found
-    /// for the newest line, a system message with them just before it. Otherwise
-    /// one system message with every section, then the window.
+    /// The messages to send: one system message, then the window.
     pub messages: Vec<PromptMessage>,
     /// What each section sent, in prompt order.
     pub sections: Vec<SectionReport>,
@@ -149,9 +146,6 @@ pub(crate) struct AssemblyInput<'a> {
     pub(crate) dates: &'a DateFormat,
     /// Recalled lines with short speaker tags (`RecallConfig::compact_lines`).
     pub(crate) compact_recall: bool,
-    /// The cacheable layout, with the window's start moving in blocks of this many
-    /// log entries; `None` for everything in one system message.
-    pub(crate) block: Option<usize>,
 }
 
 /// One candidate line of a flexible section and its cost.
@@ -294,121 +288,81 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     });
     let sent_lore = lore::pick(&lore_items, lore_limit, lore_header);
     let lore_tokens = lore::tokens(&sent_lore, lore_header);
-    let mut takes = match (room, input.budget.max_tokens) {
-        (None, _) | (_, None) => [window_items.len(), summary_items.len(), recall_items.len()],
-        (Some(room), Some(max)) if input.block.is_some() => {
-            // The summaries sit in the system message, so what they may take
-            // depends on nothing that changes between folds: the budget less the
-            // persona and the facts, never what this line's recall left over.
-            let stable = max.saturating_sub(persona_tokens + facts_tokens);
-            let limit =
-                (stable as f64 * f64::from(input.budget.shares.summaries.max(0.0))) as usize;
-            let mut summaries = Fill::default();
-            summaries.take(&summary_items, limit.min(room.saturating_sub(lore_tokens)));
-            let shares = SectionShares {
-                summaries: 0.0,
-                ..input.budget.shares.clone()
-            };
-            let [window, _, recall] = share_out(
-                room.saturating_sub(lore_tokens + summaries.used),
-                &shares,
-                [&window_items, &Vec::new(), &recall_items],
-            );
-            [window, summaries.taken, recall]
-        }
-        (Some(room), Some(_)) => share_out(
+    let takes = match room {
+        None => [window_items.len(), summary_items.len(), recall_items.len()],
+        Some(room) => share_out(
             room.saturating_sub(lore_tokens),
             &input.budget.shares,
             [&window_items, &summary_items, &recall_items],
         ),
     };
 
-    // The cacheable layout starts the window at a block boundary, which may leave
-    // out a few covered messages the budget had room for. Recalled lines take that
-    // room: they come last, so they cost no cached prefix.
-    let mut window_start = covered.len() - takes[0];
-    let layout = match input.block {
-        Some(block) => {
-            let wanted = window_start;
-            window_start = layout::block_start(window, wanted, covered.len(), block);
-            let freed: usize = window[wanted..window_start]
-                .iter()
-                .map(&message_tokens)
-                .sum();
-            if freed > 0 && room.is_some() {
-                let mut recall = Fill::default();
-                recall.take(&recall_items[..takes[2]], usize::MAX);
-                let used = recall.used;
-                recall.take(&recall_items, used + freed);
-                takes[2] = recall.taken;
-            }
-            &layout::CACHEABLE
-        }
-        None => &layout::ONE_SYSTEM_MESSAGE,
-    };
-
     let sent_summaries = sorted_by_index(&summary_items[..takes[1]]);
     let sent_recall = sorted_by_index(&recall_items[..takes[2]]);
-    let texts = SectionTexts {
-        persona: persona_text,
-        facts: facts.map(str::to_owned),
-        lore: block(headings.lore, &sent_lore),
-        summaries: block(headings.summaries, &sent_summaries),
-        recalled: block(headings.recalled, &sent_recall),
-    };
+    let mut system = persona_text;
+    if let Some(facts) = &facts {
+        system.push_str("\n\n");
+        system.push_str(facts);
+    }
+    push_block(&mut system, headings.lore, &sent_lore);
+    push_block(&mut system, headings.summaries, &sent_summaries);
+    push_block(&mut system, headings.recalled, &sent_recall);
 
+    let window_start = covered.len() - takes[0];
     let sent_window = &window[window_start..];
-    let messages = layout::messages(
-        layout,
-        |kind| texts.get(kind),
+    let mut messages = Vec::with_capacity(1 + sent_window.len());
+    messages.push(PromptMessage::new(Role::System, system));
+    messages.extend(
         sent_window
             .iter()
-            .map(|m| m.to_prompt_labelled(input.dates, labels))
-            .collect(),
+            .map(|m| m.to_prompt_labelled(input.dates, labels)),
     );
 
-    let sections = layout
-        .iter()
-        .filter_map(|(kind, _)| match kind {
-            SectionKind::Persona => Some(SectionReport {
-                kind: SectionKind::Persona,
-                tokens: persona_tokens,
-                included: Vec::new(),
-                left_out: 0,
-            }),
-            SectionKind::PinnedFacts => Some(SectionReport {
-                kind: SectionKind::PinnedFacts,
-                tokens: facts_tokens,
-                included: Vec::new(),
-                left_out: 0,
-            }),
-            // Only a prompt that had lore to offer reports it.
-            SectionKind::Lore => (!lore_items.is_empty()).then(|| SectionReport {
+    let mut sections = vec![
+        SectionReport {
+            kind: SectionKind::Persona,
+            tokens: persona_tokens,
+            included: Vec::new(),
+            left_out: 0,
+        },
+        SectionReport {
+            kind: SectionKind::PinnedFacts,
+            tokens: facts_tokens,
+            included: Vec::new(),
+            left_out: 0,
+        },
+        report(
+            SectionKind::Summaries,
+            &sent_summaries,
+            summary_items.len(),
+            headers[0],
+        ),
+        report(
+            SectionKind::Recalled,
+            &sent_recall,
+            recall_items.len() + recall_unread,
+            headers[1],
+        ),
+        SectionReport {
+            kind: SectionKind::Window,
+            tokens: sent_window.iter().map(message_tokens).sum(),
+            included: sent_window.iter().map(|m| m.index).collect(),
+            left_out: window_start,
+        },
+    ];
+    // Only a prompt that had lore to offer reports it, so prompts without lore are
+    // reported exactly as before lore existed.
+    if !lore_items.is_empty() {
+        sections.insert(
+            2,
+            SectionReport {
                 kind: SectionKind::Lore,
                 tokens: lore_tokens,
                 included: Vec::new(),
                 left_out: lore_items.len() - sent_lore.len(),
-            }),
-            SectionKind::Summaries => Some(report(
-                SectionKind::Summaries,
-                &sent_summaries,
-                summary_items.len(),
-                headers[0],
-            )),
-            SectionKind::Recalled => Some(report(
-                SectionKind::Recalled,
-                &sent_recall,
-                recall_items.len() + recall_unread,
-                headers[1],
-            )),
-            SectionKind::Window => Some(SectionReport {
-                kind: SectionKind::Window,
-                tokens: sent_window.iter().map(message_tokens).sum(),
-                included: sent_window.iter().map(|m| m.index).collect(),
-                left_out: window_start,
-            }),
-        })
-        .collect();
+            },
+        );
+    }
     let lore = lore::sent(input.lore, &sent_lore);
     let recalled = sent_recall
         .iter()
@@ -526,46 +480,21 @@ fn report(
     }
 }
 
-/// A section's text: its heading, then its items, each group's heading before
-/// the group's first item; `None` when no item is sent.
-fn block(heading: &str, items: &[&Item]) -> Option<String> {
+fn push_block(system: &mut String, heading: &str, items: &[&Item]) {
     if items.is_empty() {
-        return None;
+        return;
     }
-    let mut text = heading.to_owned();
+    system.push_str("\n\n");
+    system.push_str(heading);
     let mut group = None;
     for item in items {
         if item.group.is_some() && item.group != group {
             group.clone_from(&item.group);
-            text.push('\n');
-            text.push_str(item.group.as_deref().unwrap_or_default());
+            system.push('\n');
+            system.push_str(item.group.as_deref().unwrap_or_default());
         }
-        text.push('\n');
-        text.push_str(&item.text);
-    }
-    Some(text)
-}
-
-/// The text each section sends.
-struct SectionTexts {
-    persona: String,
-    facts: Option<String>,
-    lore: Option<String>,
-    summaries: Option<String>,
-    recalled: Option<String>,
-}
-
-impl SectionTexts {
-    fn get(&self, kind: SectionKind) -> Option<&str> {
-        match kind {
-            SectionKind::Persona => Some(&self.persona),
-            SectionKind::PinnedFacts => self.facts.as_deref(),
-            SectionKind::Lore => self.lore.as_deref(),
-            SectionKind::Summaries => self.summaries.as_deref(),
-            SectionKind::Recalled => self.recalled.as_deref(),
-            // The window's messages are prompt messages of their own.
-            SectionKind::Window => None,
-        }
+        system.push('\n');
+        system.push_str(&item.text);
     }
 }
 
@@ -703,7 +632,6 @@ impl Headings {
     }
 }
 
-mod layout;
 mod lore;
 #[cfg(test)]
 mod tests;

@@ -344,13 +344,13 @@ fn a_game_calendar_drives_the_stamps_and_writes_the_prompt_dates() {
         "no stamp before the newest"
     );
 
-    let prompt = crate::support::system_text(
-        &backend
-            .requests_for(Purpose::Reply)
-            .last()
-            .expect("the question was sent")
-            .messages,
-    );
+    let prompt = backend
+        .requests_for(Purpose::Reply)
+        .last()
+        .expect("the question was sent")
+        .messages[0]
+        .content
+        .to_string();
     assert!(
         prompt.contains("[Frost Moon day 41]"),
         "the recalled line is dated by the game's calendar: {prompt}"

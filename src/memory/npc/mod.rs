@@ -590,8 +590,5 @@ fn build_prompt(
         budget: &context.features.budget,
         dates: &context.dates,
         compact_recall: context.features.recall.compact_lines,
-        // Layered memory lays its prompt out for caches; lore alone keeps basic
-        // mode's one system message.
-        block: context.features.any().then_some(context.threshold),
     })
 }

@@ -327,18 +327,6 @@ pub fn slow_model_settings() -> NpcMemorySettings {
     settings
 }
 
-/// Every system message of a prompt, joined by blank lines: what it tells the
-/// model besides the conversation. Layered prompts carry what was found for the
-/// newest line (lore, recalled lines) in a system message of its own before it.
-pub fn system_text(messages: &[PromptMessage]) -> String {
-    messages
-        .iter()
-        .filter(|m| m.role == Role::System)
-        .map(|m| &*m.content)
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
 /// A persona for tests that do not care about wording.
 pub fn persona(name: &str) -> Persona {
     Persona::new(name, format!("You are {name}."))
