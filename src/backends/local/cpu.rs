@@ -10,7 +10,7 @@ use std::fmt;
 /// The vector units llama.cpp's kernels were compiled for in this build, and any
 /// of them this CPU lacks.
 ///
-/// Which units a build uses is set when it compiles: see "Faster local models" in
+/// Which units a build uses is set when it compiles: see "The CPU kernels" in
 /// `docs/backends.md` for the `GGML_*` variables that turn them on.
 ///
 /// ```no_run
@@ -58,7 +58,7 @@ impl KernelFeatures {
             return Ok(());
         }
         Err(format!(
-            "this build's llama.cpp kernels need {}, which this CPU does not have; rebuild without those GGML_* variables (docs/backends.md, \"Faster local models\")",
+            "this build's llama.cpp kernels need {}, which this CPU does not have; rebuild with those GGML_* variables OFF (docs/backends.md, \"The CPU kernels\")",
             self.missing.join(", ")
         ))
     }
