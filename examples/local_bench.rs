@@ -228,12 +228,7 @@ fn throughput(model: &std::path::Path, threads: u32) -> (f64, f64, usize, usize)
         .with_temperature(0.0)
         .with_stop([""; 0])
         .with_prompt_cache_bytes(0);
-    let backend = LocalLlmBackend::new(config).expect("worker starts");
-    backend.wait_until_loaded(Duration::from_secs(120));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (backend, runtime) = loaded(config);
     let mut prompt = Vec::new();
     let mut generated = Vec::new();
     let mut last = None;
@@ -259,6 +254,17 @@ fn throughput(model: &std::path::Path, threads: u32) -> (f64, f64, usize, usize)
         last.prompt_tokens,
         last.generated_tokens,
     )
+}
+
+/// A backend with its model loaded, and a runtime to await its requests on.
+fn loaded(config: LocalLlmConfig) -> (LocalLlmBackend, tokio::runtime::Runtime) {
+    let backend = LocalLlmBackend::new(config).expect("worker starts");
+    backend.wait_until_loaded(Duration::from_secs(120));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    (backend, runtime)
 }
 
 /// Wall time from sending a request until its first streamed piece, in seconds.
@@ -289,12 +295,7 @@ fn first_token_times(model: &std::path::Path) -> (Duration, Duration, usize) {
         .with_max_tokens(8)
         .with_temperature(0.0)
         .with_stop([""; 0]);
-    let backend = LocalLlmBackend::new(config).expect("worker starts");
-    backend.wait_until_loaded(Duration::from_secs(120));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (backend, runtime) = loaded(config);
     let (mut cold, mut warm) = (Vec::new(), Vec::new());
     let mut prompt_tokens = 0;
     for run in 0..3 {
@@ -342,16 +343,10 @@ fn conversation_reuse(model: &std::path::Path, lines: usize) -> (u64, u64) {
     )
     .expect("worker starts");
     backend.wait_until_loaded(Duration::from_secs(120));
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
+    let mut app = headless_app(
         NpcMemoryPlugin::default()
             .with_backend(backend)
             .with_features(MemoryFeatures::layered(1_500)),
-    ));
-    spawn_npc(
-        &mut app,
         "rusty",
         Persona::new(
             "RUSTY-3",
@@ -378,13 +373,16 @@ fn conversation_reuse(model: &std::path::Path, lines: usize) -> (u64, u64) {
     (replies.cached_tokens, replies.prompt_tokens)
 }
 
-/// Spawns an NPC `id` with `persona` in a headless app.
-fn spawn_npc(app: &mut App, id: &str, persona: Persona) {
+/// A headless app (`MinimalPlugins`) with `plugin` and one NPC, `id`.
+fn headless_app(plugin: NpcMemoryPlugin, id: &str, persona: Persona) -> App {
+    let mut app = App::new();
+    app.add_plugins((MinimalPlugins, AssetPlugin::default(), plugin));
     let persona = app
         .world_mut()
         .resource_mut::<Assets<Persona>>()
         .add(persona);
     app.world_mut().spawn(Npc::new(id, persona));
+    app
 }
 
 #[derive(Resource, Default)]
@@ -432,27 +430,21 @@ fn frame_times(
     config.inference_niceness = niceness;
     let backend = LocalLlmBackend::new(config).expect("worker starts");
     backend.wait_until_loaded(Duration::from_secs(120));
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
+    let mut app = headless_app(
         // A large window: the bench measures inference next to the frame, not
         // summaries.
         NpcMemoryPlugin::default()
             .with_backend(backend)
             .with_window(1_000),
-    ))
-    .init_resource::<Streamed>()
-    .insert_resource(Talking(false))
-    .add_systems(Update, (game_work, keep_talking));
-    spawn_npc(
-        &mut app,
         "echo7",
         Persona::new(
             "ECHO-7",
             "You are ECHO-7, the security AI of an underground bunker.",
         ),
     );
+    app.init_resource::<Streamed>()
+        .insert_resource(Talking(false))
+        .add_systems(Update, (game_work, keep_talking));
     for _ in 0..60 {
         app.update();
     }

@@ -66,9 +66,11 @@ impl UsageStats {
 
     /// The share of prompt tokens the provider's cache served (0.0 to 1.0), or
     /// `None` before any prompt token was reported. A server that never reports
-    /// cached tokens shows 0.
+    /// cached tokens shows 0; one that reports more cached tokens than prompt
+    /// tokens shows 1.
     pub fn cached_share(&self) -> Option<f64> {
-        (self.prompt_tokens > 0).then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+        (self.prompt_tokens > 0)
+            .then(|| (self.cached_tokens as f64 / self.prompt_tokens as f64).min(1.0))
     }
 
     /// The median latency of recent requests.
@@ -207,6 +209,12 @@ mod tests {
         );
         assert_eq!(stats.cached_share(), Some(0.4));
         assert_eq!(UsageStats::default().cached_share(), None);
+        let overclaimed = UsageStats {
+            prompt_tokens: 10,
+            cached_tokens: 30,
+            ..UsageStats::default()
+        };
+        assert_eq!(overclaimed.cached_share(), Some(1.0));
         assert_eq!(stats.latency_p50(), Some(Duration::from_millis(51)));
         assert_eq!(stats.latency_p95(), Some(Duration::from_millis(95)));
         assert!(usage.npc(&npc, Purpose::Summary).is_none());

@@ -86,7 +86,8 @@ impl ChatCompletion {
         }) = timings
         {
             let usage = usage.get_or_insert(TokenUsage {
-                prompt_tokens: cached + prompt_n.unwrap_or(0),
+                // Counts from a server: a hostile one must not overflow them.
+                prompt_tokens: cached.saturating_add(prompt_n.unwrap_or(0)),
                 ..TokenUsage::default()
             });
             usage.cached_tokens = usage.cached_tokens.or(Some(cached));
@@ -196,6 +197,12 @@ mod tests {
             "prompt_tokens_details":{"cached_tokens":32}},"timings":{"cache_n":40,"prompt_n":10}}"#;
         assert_eq!(usage_of(both).unwrap().cached_tokens, Some(32));
         assert_eq!(usage_of(r#"{"choices":[]}"#), None);
+        // Hostile counts saturate instead of overflowing.
+        let huge = format!(
+            r#"{{"choices":[],"timings":{{"cache_n":{},"prompt_n":9}}}}"#,
+            u64::MAX
+        );
+        assert_eq!(usage_of(&huge).unwrap().prompt_tokens, u64::MAX);
         // Cache counts absent everywhere: unknown, not zero.
         let plain = r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#;
         assert_eq!(usage_of(plain).unwrap().cached_tokens, None);

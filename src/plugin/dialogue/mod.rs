@@ -247,9 +247,8 @@ impl<'w> Dialogue<'w, '_> {
     }
 
     /// Cancels every request in flight and every waiting line, as loading another
-    /// save slot must: their results belong to the memory being replaced.
-    /// Cancels every request, and has the backends drop what they derived from
-    /// the memory being replaced.
+    /// save slot must: their results belong to the memory being replaced. The
+    /// backends drop what they derived from that memory too.
     pub(crate) fn cancel_all(&mut self) {
         for npc in self.requests.npcs() {
             self.cancel(&npc);
