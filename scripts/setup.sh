@@ -6,13 +6,10 @@ set -euo pipefail
 # System packages the build and tests need.
 # - The library enables no Bevy audio, gamepad or window features, so it needs no
 #   ALSA, udev or X libraries itself.
-# - The examples open a real window (Bevy's defaults without audio): udev for
-#   gamepads, xkbcommon and wayland for input, and for the screenshot test a virtual
+# - The examples open a real X11 window (no gamepads, no Wayland, so no udev or
+#   Wayland libraries): xkbcommon for input, and for the screenshot test a virtual
 #   X server (xvfb) with Mesa's software Vulkan (lavapipe).
-# - cmake and a C++ compiler build llama.cpp's server for the real-peer tests, and
-#   llama.cpp itself for the in-process backend (feature `local-llm`), whose
-#   bindings bindgen generates with libclang.
-APT_PACKAGES=(pkg-config cmake g++ libclang-dev libudev-dev libwayland-dev libxkbcommon-dev libxkbcommon-x11-0
+APT_PACKAGES=(pkg-config cmake g++ libclang-dev libxkbcommon-dev libxkbcommon-x11-0
     xvfb xauth mesa-vulkan-drivers)
 
 missing=()
