@@ -12,22 +12,10 @@ bash scripts/setup.sh
 NPC_MEMORY_TEST_MODEL="$(bash scripts/fetch-model.sh --path)"
 bash scripts/fetch-model.sh >/dev/null
 export NPC_MEMORY_TEST_MODEL
-# The llama.cpp server builds (about 5 minutes the first time) and starts while cargo
-# builds the tests, so neither waits for the other. The trap comes first: a start that fails or is interrupted after launching
-# the server still stops it (stop only ever kills the PID that start recorded).
-server_log="$(mktemp)"
-trap 'kill "${server_start:-}" 2>/dev/null || true; bash scripts/llama-server.sh stop; rm -f "$server_log"' EXIT
-bash scripts/llama-server.sh start >"$server_log" 2>&1 &
-server_start=$!
-
-cargo test --workspace --all-features --no-run "$@"
-
-if ! wait "$server_start"; then
-    cat "$server_log" >&2
-    echo "the llama.cpp server did not start; see above" >&2
-    exit 1
-fi
-cat "$server_log"
+# The trap comes first: a start that fails or is interrupted after launching the
+# server still stops it (stop only ever kills the PID that start recorded).
+trap 'bash scripts/llama-server.sh stop' EXIT
+bash scripts/llama-server.sh start
 LLAMA_SERVER_URL="$(bash scripts/llama-server.sh url)"
 export LLAMA_SERVER_URL
 

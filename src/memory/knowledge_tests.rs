@@ -115,6 +115,49 @@ fn private_lines_are_never_told_even_when_a_query_matches_them() {
 }
 
 #[test]
+fn marking_a_line_private_keeps_every_reply_to_it_private_wherever_it_sits() {
+    let me = teller("echo7", "ECHO-7");
+    let call = |door: &str| ActionRecord {
+        call: ActionCall::new("c1", "open_door", format!(r#"{{"door":"{door}"}}"#)),
+        outcome: ActionOutcome::Done(format!("The {door} door grinds open.")),
+    };
+    for features in [MemoryFeatures::default(), MemoryFeatures::layered(2000)] {
+        let mut echo = npc("ECHO-7", features);
+        let mut layers = echo.layers();
+        // Calls and their results come first, an event lands while the answer is
+        // generated, then the answer: nothing of it is next to the line.
+        let line = layers.say("The code to the vault is 7-7-1.", 1.0).index;
+        layers.act(None, &[call("vault")], 2.0);
+        layers.witness("The lights flicker.", 0.3, 2.5);
+        let reply = layers.reply("Noted: 7-7-1.", 3.0).index;
+        // Words that came with actions, then the answer after their results.
+        let second = layers.say("And the hatch code is 4-4-2.", 4.0).index;
+        let said = layers.act(Some("Opening it: 4-4-2."), &[call("hatch")], 5.0);
+        let answer = layers.reply("The hatch is open.", 6.0).index;
+        let next = layers.say("Thanks.", 7.0).index;
+        let thanks = layers.reply("Any time.", 8.0).index;
+
+        assert_eq!(layers.replies_to(line), vec![reply]);
+        assert_eq!(layers.replies_to(second), vec![said.indices[0], answer]);
+        assert!(layers.mark_private(line) && layers.mark_private(second));
+        for private in [line, reply, second, said.indices[0], answer] {
+            assert_eq!(layers.tell(private, &me), None, "entry {private} was told");
+        }
+        assert!(
+            layers.tell(next, &me).is_some(),
+            "the next line is not private"
+        );
+        assert!(layers.tell(thanks, &me).is_some(), "nor is its reply");
+        let told = layers.tell_about("code vault hatch 7-7-1 4-4-2", 8, &me);
+        assert!(
+            told.iter()
+                .all(|t| !t.text.contains("7-7-1") && !t.text.contains("4-4-2")),
+            "{told:?}"
+        );
+    }
+}
+
+#[test]
 fn an_npc_tells_only_what_its_own_log_holds_and_hears_nothing_twice() {
     let mut rusty = npc("Rusty", MemoryFeatures::default());
     let me = teller("rusty", "Rusty");
@@ -165,6 +208,63 @@ fn events_and_hearsay_survive_parts_and_are_checked_on_load() {
         importance: f32::NAN,
     };
     assert!(forged.validate().is_err());
+}
+
+/// A memory as a save holds it, checked the way loading checks it.
+fn loads_back(memory: &NpcMemory) {
+    let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
+    assert_eq!(parts.validate(), Ok(()));
+    let json = serde_json::to_string(&parts).unwrap();
+    let back: MemoryParts = serde_json::from_str(&json).expect("the save loads");
+    assert_eq!(back, parts);
+}
+
+#[test]
+fn hearsay_from_a_teller_with_a_huge_name_is_cut_to_fit_and_still_saves() {
+    // Persona names are the game's to choose and have no limit; a save's names do.
+    let huge = "Ω\u{301}".repeat(2_000);
+    let mut talker = npc(&huge, MemoryFeatures::layered(2000));
+    let line = talker.layers().say("The pumps are failing.", 1.0).index;
+    let name = FactKey::PLAYER_NAME;
+    talker
+        .context
+        .facts
+        .set_by_game(name.clone(), "Alex", 1.0, vec![line])
+        .unwrap();
+    let me = teller(&huge, &huge);
+    let told = talker
+        .layers()
+        .tell(line, &me)
+        .expect("an open line is told");
+    let told_fact = talker
+        .layers()
+        .tell_fact(&name, &me)
+        .expect("a set fact is told");
+
+    let mut echo = npc("ECHO-7", MemoryFeatures::layered(2000));
+    let heard = echo.layers().hear(told, 2.0).expect("heard").index;
+    assert!(echo.layers().hear_fact(told_fact, 3.0).kind.applied());
+    loads_back(&echo);
+    let Origin::Heard(hearsay) = &echo.log.get(heard).unwrap().origin else {
+        panic!("not hearsay");
+    };
+    let teller = &hearsay.chain[0];
+    assert_eq!(teller.name.chars().count(), 256);
+    assert!(huge.starts_with(&teller.name) && huge.starts_with(teller.id.as_str()));
+
+    // Hearsay a game builds by hand with no teller and no hops: refused, or fixed.
+    let mut forged = echo.layers().tell(heard, &teller_named("echo7")).unwrap();
+    forged.text = "Something new.".into();
+    forged.hearsay.chain.clear();
+    assert_eq!(echo.layers().hear(forged.clone(), 4.0), None);
+    forged.hearsay.chain = vec![teller_named("x"); 20];
+    forged.hearsay.hops = 0;
+    assert!(echo.layers().hear(forged, 5.0).is_some());
+    loads_back(&echo);
+}
+
+fn teller_named(id: &str) -> Teller {
+    teller(id, id)
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::action::{ActionNote, ActionStep};
 use super::clock::DateFormat;
 use super::message::{ChatMessage, NpcId, Role};
 use super::quote::quote;
-use super::text::push_one_line;
+use super::text::{first_chars, push_one_line};
 
 /// Where an entry of the log came from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -171,7 +171,53 @@ impl Origin {
     }
 }
 
+/// Brings a chain the game or another NPC supplies within what loads (see
+/// [`check_chain`]), so that storing it can never make a save fail: at most
+/// [`MAX_CHAIN`] tellers, the newest kept; names and ids cut to their first
+/// 256 characters; at least one hop per teller. Returns `false`, for the caller to
+/// refuse it, when the chain names no teller.
+pub(crate) fn bound_chain(chain: &mut Vec<Teller>, hops: &mut u32) -> bool {
+    chain.truncate(MAX_CHAIN);
+    for teller in chain.iter_mut() {
+        bound_name(&mut teller.name);
+        if teller.id.as_str().chars().count() > MAX_NAME_CHARS {
+            teller.id = NpcId::new(first_chars(teller.id.as_str(), MAX_NAME_CHARS));
+        }
+    }
+    *hops = (*hops).max(chain.len() as u32);
+    !chain.is_empty()
+}
+
+fn bound_name(name: &mut String) {
+    if name.chars().count() > MAX_NAME_CHARS {
+        *name = first_chars(name, MAX_NAME_CHARS).to_owned();
+    }
+}
+
 impl Hearsay {
+    /// This hearsay within what loads (see [`bound_chain`]): also its source's name
+    /// and its question cut to their limits, and a time that is not a number
+    /// replaced by `now`. `None` when the chain names no teller.
+    pub(crate) fn bounded(mut self, now: f64) -> Option<Self> {
+        if !bound_chain(&mut self.chain, &mut self.hops) {
+            return None;
+        }
+        match &mut self.source {
+            Source::Said { speaker } => bound_name(speaker),
+            Source::Witnessed { witness } => bound_name(witness),
+            Source::Lore { entry, .. } => bound_name(entry),
+        }
+        if let Some(asked) = &self.asked
+            && asked.chars().count() > MAX_ASKED_CHARS
+        {
+            self.asked = Some(first_chars(asked, MAX_ASKED_CHARS).into());
+        }
+        if !self.original_time.is_finite() {
+            self.original_time = now;
+        }
+        Some(self)
+    }
+
     fn check(&self) -> Result<(), String> {
         check_chain(&self.chain, self.hops)?;
         if self

@@ -265,12 +265,23 @@ pub struct ReplyTagStream {
 
 #[derive(Clone, Debug)]
 enum StreamState {
-    /// The start so far, held back.
-    Holding(String),
+    /// The start so far, held back, and how many of its bytes are known to be
+    /// leading whitespace, so that each piece is looked at once however long a
+    /// server streams whitespace.
+    Holding { held: String, blank: usize },
     /// After a tag: whitespace before the words is dropped.
     Trimming,
     /// Everything passes.
     Passing,
+}
+
+impl StreamState {
+    fn holding() -> Self {
+        StreamState::Holding {
+            held: String::new(),
+            blank: 0,
+        }
+    }
 }
 
 impl ReplyTagStream {
@@ -278,7 +289,7 @@ impl ReplyTagStream {
     pub fn new(set: Arc<ReplyFieldSet>) -> Self {
         Self {
             set,
-            state: StreamState::Holding(String::new()),
+            state: StreamState::holding(),
         }
     }
 
@@ -293,9 +304,16 @@ impl ReplyTagStream {
                 }
                 words.to_owned()
             }
-            StreamState::Holding(held) => {
+            StreamState::Holding { held, blank } => {
                 held.push_str(piece);
-                match self.set.start(held, false) {
+                let unseen = &held[*blank..];
+                *blank += unseen.len() - unseen.trim_start().len();
+                if *blank == held.len() && !self.set.is_empty() {
+                    return String::new();
+                }
+                // A tag's start is at most MAX_REPLY_TAG_CHARS long, so this looks
+                // at a bounded part of what is held.
+                match self.set.start(&held[*blank..], false) {
                     Start::Undecided => String::new(),
                     Start::Text => {
                         let held = std::mem::take(held);
@@ -303,7 +321,7 @@ impl ReplyTagStream {
                         held
                     }
                     Start::Tag { end, .. } => {
-                        let after = held.split_off(end);
+                        let after = held.split_off(*blank + end);
                         self.state = StreamState::Trimming;
                         self.push(&after)
                     }
@@ -315,14 +333,14 @@ impl ReplyTagStream {
     /// Forgets what was held back, for a reply sent again from the start (after a
     /// rate limit): nothing held was shown, so nothing is lost.
     pub fn restart(&mut self) {
-        self.state = StreamState::Holding(String::new());
+        self.state = StreamState::holding();
     }
 
     /// What is still held back once the reply is complete: the start of a reply
     /// that never became a tag.
     pub fn finish(&mut self) -> String {
         match std::mem::replace(&mut self.state, StreamState::Passing) {
-            StreamState::Holding(held) => match self.set.start(&held, true) {
+            StreamState::Holding { held, .. } => match self.set.start(&held, true) {
                 Start::Tag { end, .. } => held[end..].trim_start().to_owned(),
                 Start::Text | Start::Undecided => held,
             },

@@ -163,6 +163,23 @@ fn a_reply_without_a_tag_streams_unchanged_and_at_once() {
     assert_eq!(stream.finish(), "[mood");
 }
 
+#[test]
+fn whitespace_streamed_for_long_is_looked_at_once_and_the_tag_still_parses() {
+    // A server streaming whitespace one byte at a time: each piece used to trim
+    // everything held again, so this many pieces took minutes.
+    let mut stream = ReplyTagStream::new(Arc::new(set()));
+    for piece in [" ", "\n", "\t", "\u{3000}"].iter().cycle().take(300_000) {
+        assert_eq!(stream.push(piece), "");
+    }
+    assert_eq!(stream.push("[mood: calm]"), "");
+    assert_eq!(stream.push("  Fine."), "Fine.");
+    // Whitespace before words that are no tag is kept, as it was streamed.
+    let mut stream = ReplyTagStream::new(Arc::new(set()));
+    assert_eq!(stream.push(" "), "");
+    assert_eq!(stream.push("\n"), "");
+    assert_eq!(stream.push("Hi"), " \nHi");
+}
+
 fn reply_text() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),

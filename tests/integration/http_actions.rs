@@ -204,6 +204,29 @@ fn whole_answers_carry_their_calls_and_requests_without_actions_offer_no_tools()
     );
 }
 
+/// One request offering `open_door`, sent straight to the backend (no plugin) with
+/// the settings `config` changes.
+fn ask_to_open_a_door(
+    server: &FakeLlm,
+    config: &dyn Fn(&mut OpenAiConfig),
+) -> bevy_npc_memory::backends::ChatResponse {
+    let mut settings = backend(server, true).config().clone();
+    config(&mut settings);
+    let mut request = reply_request("You are ECHO-7.", "Open the north door.");
+    request.actions = vec![OpenDoor::spec()];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(
+            OpenAiBackend::new(settings)
+                .unwrap()
+                .complete(request, Progress::silent()),
+        )
+        .unwrap()
+}
+
 /// `Required` sends `tool_choice`; `Off` sends no tools; structured actions go as a
 /// `response_format` schema and the answer's JSON comes back as the call.
 #[test]
@@ -218,23 +241,7 @@ fn the_action_choice_and_structured_actions_shape_the_request() {
         .push(FakeReply::ok(words.clone()))
         .push(FakeReply::ok(words))
         .push(FakeReply::ok(structured.to_string()));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ask = |config: &dyn Fn(&mut OpenAiConfig)| {
-        let mut settings = backend(&server, true).config().clone();
-        config(&mut settings);
-        let mut request = reply_request("You are ECHO-7.", "Open the north door.");
-        request.actions = vec![OpenDoor::spec()];
-        runtime
-            .block_on(
-                OpenAiBackend::new(settings)
-                    .unwrap()
-                    .complete(request, Progress::silent()),
-            )
-            .unwrap()
-    };
+    let ask = |config: &dyn Fn(&mut OpenAiConfig)| ask_to_open_a_door(&server, config);
     // Words come whole; the structured request streams in config but not on the wire.
     ask(&|c| {
         c.stream = false;
@@ -269,4 +276,68 @@ fn the_action_choice_and_structured_actions_shape_the_request() {
     assert_eq!(response.action_calls[0].name, "open_door");
     assert!(OpenDoor::parse(&response.action_calls[0].arguments).is_ok());
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+}
+
+/// A server that returns tool calls anyway, under `ActionChoice::Off` or for an
+/// action the request never offered: the calls are dropped, never run, and the
+/// words are the reply.
+#[test]
+fn calls_of_actions_not_offered_never_come_back() {
+    use bevy_npc_memory::backends::ActionChoice;
+
+    let server = FakeLlm::start();
+    let calling = |name: &str| {
+        let message = json!({
+            "role": "assistant",
+            "content": "Done.",
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": name, "arguments": "{\"door\":\"north\"}"}}]
+        });
+        json!({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+            .to_string()
+    };
+    server
+        .push(FakeReply::ok(calling("open_door")))
+        .push(FakeReply::ok(calling("self_destruct")))
+        .push(FakeReply::ok(calling("open_door")));
+    let ask = |choice: ActionChoice| {
+        ask_to_open_a_door(&server, &|c| {
+            c.stream = false;
+            c.action_choice = choice;
+        })
+    };
+    let off = ask(ActionChoice::Off);
+    assert!(off.action_calls.is_empty(), "{:?}", off.action_calls);
+    assert_eq!(off.content, "Done.");
+    let made_up = ask(ActionChoice::Auto);
+    assert!(
+        made_up.action_calls.is_empty(),
+        "{:?}",
+        made_up.action_calls
+    );
+    let offered = ask(ActionChoice::Auto);
+    assert_eq!(
+        offered.action_calls.len(),
+        1,
+        "an offered call still comes back"
+    );
+
+    // Through the plugin: a turn under `Off` never runs the handler.
+    let server = FakeLlm::start();
+    server.push(FakeReply::ok(calling("open_door")));
+    let mut settings = backend(&server, false).config().clone();
+    settings.action_choice = ActionChoice::Off;
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default().with_backend(OpenAiBackend::new(settings).unwrap()),
+    );
+    add_inbox::<NpcActed>(&mut h.app);
+    h.app
+        .init_resource::<Opened>()
+        .register_npc_action(open_door);
+    h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+    h.say("echo7", "Open the north door.");
+    h.wait_for_replies(1);
+    assert!(h.app.world().resource::<Opened>().0.is_empty());
+    assert!(h.inbox::<NpcActed>().is_empty());
+    assert_eq!(h.replies("echo7"), ["Done."]);
 }

@@ -166,6 +166,19 @@ async fn on_shared_runtime(
     }
 }
 
+/// Drops the calls of actions this request did not offer, all of them under
+/// [`ActionChoice::Off`]: a server may return tool calls it was not asked for, and
+/// only what the game offered may ever run. The words, if any, stay the reply.
+fn only_offered_calls(mut response: ChatResponse, offered: &[ActionSpec]) -> ChatResponse {
+    let returned = response.action_calls.len();
+    (response.action_calls).retain(|call| offered.iter().any(|action| action.name == call.name));
+    let dropped = returned - response.action_calls.len();
+    if dropped > 0 {
+        tracing::warn!("the server returned {dropped} call(s) of actions not offered; dropped");
+    }
+    response
+}
+
 impl Inner {
     async fn complete(
         &self,
@@ -236,7 +249,7 @@ impl Inner {
             let mut shown = false;
             match self.attempt(&body, stream, &progress, &mut shown).await {
                 Ok(response) if structured => return self.structured_call(response),
-                Ok(response) => return Ok(response),
+                Ok(response) => return Ok(only_offered_calls(response, offered)),
                 Err(failure) if failure.retryable && !shown && retry < config.retry.max_retries => {
                     let wait = config.retry.delay(retry, failure.retry_after, jitter());
                     tracing::debug!(

@@ -172,6 +172,8 @@ pub enum FactChangeKind {
     NotAModelKey,
     /// Refused: the value was empty or too long.
     InvalidValue,
+    /// Refused: hearsay that names no NPC that told it.
+    NoTeller,
 }
 
 impl FactChangeKind {
@@ -204,6 +206,7 @@ impl fmt::Display for FactChangeKind {
             FactChangeKind::StoreFull => "refused: too many active facts",
             FactChangeKind::NotAModelKey => "refused: the model may not set this key",
             FactChangeKind::InvalidValue => "refused: empty or too long",
+            FactChangeKind::NoTeller => "refused: no teller",
         })
     }
 }

@@ -55,25 +55,37 @@ impl LayersMut<'_> {
     }
 
     /// Marks a player line already said as private, as when the player asks
-    /// afterwards ("keep that to yourself"), and the NPC's reply to it with it.
+    /// afterwards ("keep that to yourself"), and the NPC's replies to it with it,
+    /// wherever they sit (see [`replies_to`](Self::replies_to)).
     /// Returns whether the entry is a player line and is now private.
     pub fn mark_private(&mut self, index: LogIndex) -> bool {
-        let is_line = |m: &super::super::message::ChatMessage| {
-            m.role == Role::User && matches!(m.origin, Origin::Said | Origin::SaidPrivately)
-        };
-        if !self.log.get(index).is_some_and(is_line) {
+        if !self
+            .log
+            .get(index)
+            .is_some_and(|m| is_spoken(m) && m.role == Role::User)
+        {
             return false;
         }
         self.log.set_origin(index, Origin::SaidPrivately);
-        let reply = index + 1;
-        if self
-            .log
-            .get(reply)
-            .is_some_and(|m| m.role == Role::Assistant && m.origin == Origin::Said)
-        {
+        for reply in self.replies_to(index) {
             self.log.set_origin(reply, Origin::SaidPrivately);
         }
         true
+    }
+
+    /// What the NPC said in answer to the line at `line`: everything it said after
+    /// that line and before the next one. That may be more than one entry (words
+    /// that came with actions, then the answer after their results), and action
+    /// calls and results, events and hearsay recorded while a reply was generated
+    /// may sit between them, so a reply is not always the next entry.
+    pub fn replies_to(&self, line: LogIndex) -> Vec<LogIndex> {
+        self.log
+            .range(line.saturating_add(1)..self.log.next_index())
+            .iter()
+            .filter(|m| is_spoken(m))
+            .take_while(|m| m.role == Role::Assistant)
+            .map(|m| m.index)
+            .collect()
     }
 
     /// The NPC saw `text` happen. `importance` (0 to 1, clamped) is the game's
@@ -95,14 +107,17 @@ impl LayersMut<'_> {
 
     /// Another NPC told this one something (see [`tell`](Self::tell)). Returns
     /// `None`, changing nothing, when the NPC already holds the same words: it
-    /// knew it already, and a telling must not echo back along a chain.
+    /// knew it already, and a telling must not echo back along a chain. Also
+    /// `None` for hearsay that names no teller. Longer names, questions and
+    /// chains than a save can hold are cut to fit as they enter, so what is heard
+    /// always saves.
     pub fn hear(&mut self, told: Told, now: impl Into<Now>) -> Option<Noted> {
         if self.log.messages().iter().any(|m| m.content == told.text) {
             return None;
         }
-        let mut hearsay = told.hearsay;
-        hearsay.chain.truncate(MAX_CHAIN);
-        Some(self.note(told.text, Origin::Heard(Arc::new(hearsay)), now.into()))
+        let now = now.into();
+        let hearsay = told.hearsay.bounded(now.seconds)?;
+        Some(self.note(told.text, Origin::Heard(Arc::new(hearsay)), now))
     }
 
     /// What this NPC, called `teller`, can pass on of entry `index` of its log:
@@ -234,7 +249,12 @@ impl LayersMut<'_> {
 
     /// The player line a reply at `index` answered, if it may be passed on.
     fn answered_line(&self, index: LogIndex) -> Option<Arc<str>> {
-        let line = self.log.get(index.checked_sub(1)?)?;
+        let line = self
+            .log
+            .range(0..index)
+            .iter()
+            .rev()
+            .find(|m| is_spoken(m) && m.role == Role::User)?;
         (line.role == Role::User && line.origin == Origin::Said).then(|| line.content.clone())
     }
 
@@ -335,4 +355,10 @@ impl LayersMut<'_> {
         let overflow = self.trim();
         Recorded { index, overflow }
     }
+}
+
+/// Whether an entry is part of the conversation itself: a line someone said, not an
+/// action, an event, hearsay or a note.
+pub(super) fn is_spoken(message: &super::super::message::ChatMessage) -> bool {
+    message.role != Role::System && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
 }

@@ -243,8 +243,24 @@ impl NpcLore {
     fn refresh_all(&mut self, mut ids: Vec<String>) {
         ids.sort_unstable();
         ids.dedup();
-        for id in ids {
-            self.refresh(&id);
+        // One pass over the files, not one per id, so a large file reloads in
+        // time linear in its size; later files win, as in `file_entry`.
+        let mut newest: HashMap<&str, &LoreEntry> = HashMap::new();
+        for (_, entries) in &self.files {
+            newest.extend(entries.iter().map(|entry| (entry.id.as_str(), entry)));
+        }
+        let in_force: Vec<(String, Option<LoreEntry>)> = ids
+            .into_iter()
+            .map(|id| {
+                let entry = match self.changes.get(&id) {
+                    Some(change) => change.clone(),
+                    None => newest.get(id.as_str()).map(|&entry| entry.clone()),
+                };
+                (id, entry)
+            })
+            .collect();
+        for (id, entry) in in_force {
+            self.put(&id, entry);
         }
     }
 
@@ -255,6 +271,10 @@ impl NpcLore {
             Some(change) => change.clone(),
             None => self.file_entry(id).cloned(),
         };
+        self.put(id, entry);
+    }
+
+    fn put(&mut self, id: &str, entry: Option<LoreEntry>) {
         let old_text = self.store.get(id).map(|old| old.text.clone());
         if old_text.is_some() && old_text != entry.as_ref().map(|e| e.text.clone()) {
             self.texts_changed = true;

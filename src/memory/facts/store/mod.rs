@@ -14,7 +14,7 @@ use super::error::FactsError;
 use super::fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus, HeardFact};
 use super::key::FactKey;
 use super::update::{FactAction, FactUpdate, check_value};
-use crate::memory::origin::MAX_CHAIN;
+use crate::memory::origin::bound_chain;
 
 /// Most evidence indices kept per fact, the newest kept. A fact confirmed in every
 /// summary would otherwise grow without end.
@@ -254,14 +254,18 @@ impl PinnedFacts {
     /// [`Outranked`](FactChangeKind::Outranked) (or
     /// [`OverruledByGame`](FactChangeKind::OverruledByGame)) and kept in history.
     /// The same value again takes the better of the two sources. Any key may be
-    /// heard, custom ones too: the teller's game may have set it.
+    /// heard, custom ones too: the teller's game may have set it. Chains longer,
+    /// and names longer, than a save holds are cut to fit as they enter, so what
+    /// is heard always saves; hearsay that names no teller is refused as
+    /// [`NoTeller`](FactChangeKind::NoTeller).
     pub fn hear(&mut self, key: FactKey, value: &str, heard: HeardFact, now: f64) -> FactChange {
         let mut heard = heard;
-        heard.chain.truncate(MAX_CHAIN);
+        let has_teller = bound_chain(&mut heard.chain, &mut heard.hops);
         let source = FactSource::Heard(Arc::new(heard));
         let value = check_value(&key, value, self.limits.max_value_chars).ok();
-        let action = value.clone().map(FactAction::Set);
+        let action = value.clone().filter(|_| has_teller).map(FactAction::Set);
         let kind = match &action {
+            None if !has_teller => FactChangeKind::NoTeller,
             None => FactChangeKind::InvalidValue,
             Some(action) => self.decide(&key, action, &source),
         };
