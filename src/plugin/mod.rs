@@ -3,6 +3,7 @@
 mod actions;
 mod bridge;
 mod clock;
+mod data_file;
 mod dialogue;
 mod entity_events;
 mod knowledge;

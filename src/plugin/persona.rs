@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 
 use bevy::asset::{AssetLoader, LoadContext, io::Reader};
+
+use super::data_file::{MAX_PERSONA_FILE_BYTES, read_file_text};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -371,7 +373,8 @@ pub enum PersonaError {
     Parse(String),
 }
 
-/// Loads [`Persona`] assets from `*.npc.ron` files.
+/// Loads [`Persona`] assets from `*.npc.ron` files. A file over 4 MiB is refused
+/// unread, as is one that is not UTF-8.
 #[derive(Default, TypePath)]
 pub struct PersonaLoader;
 
@@ -386,11 +389,8 @@ impl AssetLoader for PersonaLoader {
         _settings: &(),
         _load_context: &mut LoadContext<'_>,
     ) -> Result<Persona, PersonaError> {
-        let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).await?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|error| PersonaError::Parse(format!("not UTF-8: {error}")))?;
-        Persona::from_ron(text)
+        let text = read_file_text(reader, MAX_PERSONA_FILE_BYTES, PersonaError::Parse).await?;
+        Persona::from_ron(&text)
     }
 
     fn extensions(&self) -> &[&str] {

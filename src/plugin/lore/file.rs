@@ -3,6 +3,8 @@
 use std::collections::HashSet;
 
 use bevy::asset::{AssetLoader, LoadContext, io::Reader};
+
+use crate::plugin::data_file::{MAX_LORE_FILE_BYTES, read_file_text};
 use bevy::prelude::*;
 
 use crate::memory::{LoreEntry, MAX_LORE_ENTRIES, shorten_to_chars};
@@ -75,7 +77,8 @@ pub enum LoreFileError {
     Parse(String),
 }
 
-/// Loads [`LoreFile`] assets from `*.lore.ron` files.
+/// Loads [`LoreFile`] assets from `*.lore.ron` files. A file over 64 MiB is refused
+/// unread, as is one that is not UTF-8.
 #[derive(Default, TypePath)]
 pub struct LoreFileLoader;
 
@@ -90,11 +93,8 @@ impl AssetLoader for LoreFileLoader {
         _settings: &(),
         _load_context: &mut LoadContext<'_>,
     ) -> Result<LoreFile, LoreFileError> {
-        let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).await?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|error| LoreFileError::Parse(format!("not UTF-8: {error}")))?;
-        LoreFile::from_ron(text)
+        let text = read_file_text(reader, MAX_LORE_FILE_BYTES, LoreFileError::Parse).await?;
+        LoreFile::from_ron(&text)
     }
 
     fn extensions(&self) -> &[&str] {
