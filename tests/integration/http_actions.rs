@@ -29,7 +29,12 @@ fn backend(server: &FakeLlm, stream: bool) -> OpenAiBackend {
 }
 
 fn harness(server: &FakeLlm) -> Harness {
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend(server, true)));
+    harness_with(backend(server, true))
+}
+
+/// ECHO-7 with the `open_door` action, answered by `backend`.
+fn harness_with(backend: OpenAiBackend) -> Harness {
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
     add_inbox::<NpcActed>(&mut h.app);
     h.app
         .init_resource::<Opened>()
@@ -327,14 +332,7 @@ fn calls_of_actions_not_offered_never_come_back() {
     server.push(FakeReply::ok(calling("open_door")));
     let mut settings = backend(&server, false).config().clone();
     settings.action_choice = ActionChoice::Off;
-    let mut h = Harness::new(
-        NpcMemoryPlugin::default().with_backend(OpenAiBackend::new(settings).unwrap()),
-    );
-    add_inbox::<NpcActed>(&mut h.app);
-    h.app
-        .init_resource::<Opened>()
-        .register_npc_action(open_door);
-    h.spawn("echo7", persona("ECHO-7").with_actions(["open_door"]));
+    let mut h = harness_with(OpenAiBackend::new(settings).unwrap());
     h.say("echo7", "Open the north door.");
     h.wait_for_replies(1);
     assert!(h.app.world().resource::<Opened>().0.is_empty());

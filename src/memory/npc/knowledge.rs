@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::super::clock::{Now, stamp};
 use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
-use super::super::message::{LogIndex, Role};
+use super::super::message::{ChatMessage, LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 use super::super::speaker::SpeakerId;
 use super::{LayersMut, Recorded, Turn};
@@ -59,11 +59,7 @@ impl LayersMut<'_> {
     /// wherever they sit (see [`replies_to`](Self::replies_to)).
     /// Returns whether the entry is a player line and is now private.
     pub fn mark_private(&mut self, index: LogIndex) -> bool {
-        if !self
-            .log
-            .get(index)
-            .is_some_and(|m| is_spoken(m) && m.role == Role::User)
-        {
+        if !self.log.get(index).is_some_and(is_line_to_npc) {
             return false;
         }
         self.log.set_origin(index, Origin::SaidPrivately);
@@ -254,8 +250,8 @@ impl LayersMut<'_> {
             .range(0..index)
             .iter()
             .rev()
-            .find(|m| is_spoken(m) && m.role == Role::User)?;
-        (line.role == Role::User && line.origin == Origin::Said).then(|| line.content.clone())
+            .find(|m| is_line_to_npc(m))?;
+        (line.origin == Origin::Said).then(|| line.content.clone())
     }
 
     /// What this NPC can pass on about `query`: its best matching entries (not
@@ -359,6 +355,12 @@ impl LayersMut<'_> {
 
 /// Whether an entry is part of the conversation itself: a line someone said, not an
 /// action, an event, hearsay or a note.
-pub(super) fn is_spoken(message: &super::super::message::ChatMessage) -> bool {
+fn is_spoken(message: &ChatMessage) -> bool {
     message.role != Role::System && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
+}
+
+/// Whether an entry is a line said to the NPC: the player's, a co-op player's or
+/// another NPC's.
+pub(super) fn is_line_to_npc(message: &ChatMessage) -> bool {
+    message.role == Role::User && is_spoken(message)
 }

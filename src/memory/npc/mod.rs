@@ -249,7 +249,7 @@ impl LayersMut<'_> {
             .messages()
             .iter()
             .rev()
-            .find(|m| m.role == Role::User && knowledge::is_spoken(m))
+            .find(|m| knowledge::is_line_to_npc(m))
         {
             Some(line) if line.origin == Origin::SaidPrivately => Origin::SaidPrivately,
             _ => Origin::Said,
