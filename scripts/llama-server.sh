@@ -45,31 +45,104 @@ MODEL="$(bash "$HERE/fetch-model.sh" --path)"
 
 # The build's cmake flags. The CPU level is x86-64-v3 (AVX2, FMA, F16C, BMI2) and
 # nothing above it: no AVX-512 and no AMX, whatever the building CPU has.
-cmake_flags() {
+base_flags() {
     printf '%s\n' -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
         -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON \
         -DGGML_FMA=ON -DGGML_F16C=ON \
         -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+}
+
+cmake_flags() {
+    base_flags
+    # Prebuilt libraries bring their HTTPS and threading choices, and the server's
+    # own code must be compiled and linked to match them.
+    if [ -n "$PREBUILT_BUILD" ]; then
+        printf '%s\n' "-DLLAMA_OPENSSL=$(cached LLAMA_OPENSSL)" "-DGGML_OPENMP=$(cached GGML_OPENMP)"
+    fi
     # Extra flags for an experiment; they change the key, so they never reuse
     # another build.
     local extra
     for extra in ${LLAMA_SERVER_CMAKE_FLAGS:-}; do printf '%s\n' "$extra"; done
 }
 
-# The cache key: the llama.cpp version and a hash of the exact flags and of the
-# build recipe's revision (bump it when the build steps change).
-RECIPE=2
+# The cache key: the llama.cpp version and a hash of the exact flags, of the build
+# recipe's revision (bump it when the build steps change) and of the prebuilt
+# libraries, if any.
+RECIPE=3
 cache_key() {
     local hash
-    hash=$( { echo "recipe $RECIPE"; cmake_flags; } | sha256sum | cut -c1-16)
+    hash=$( { echo "recipe $RECIPE"; cmake_flags; prebuilt_identity; } | sha256sum | cut -c1-16)
     echo "$LLAMA_VERSION-$hash"
 }
 
 SOURCE="$CACHE/llama.cpp-$LLAMA_VERSION/llama.cpp"
-BUILD="$CACHE/llama-server-$(cache_key)"
-SERVER="$BUILD/bin/llama-server"
+
+# The llama.cpp libraries a prebuilt tree must hold, as paths in a llama.cpp cmake
+# build folder (the same in both trees), and the server's own targets, in order.
+PREBUILT_LIBS=(src/libllama.a common/libllama-common.a common/libllama-common-base.a
+    ggml/src/libggml.a ggml/src/libggml-cpu.a ggml/src/libggml-base.a
+    vendor/hash/libvendor-hash.a vendor/cpp-httplib/libcpp-httplib.a)
+SERVER_TARGETS=(llama-ui-assets llama-ui mtmd server-context llama-server-impl llama-server)
+# The compile flags of the CPU kernels, where a llama.cpp build folder records them.
+KERNEL_FLAGS=ggml/src/CMakeFiles/ggml-cpu.dir/flags.make
+
+# The prebuilt libraries' cmake build folder when they are reused, else empty.
+PREBUILT_BUILD=""
+
+# A value from the prebuilt tree's cmake cache, e.g. `cached LLAMA_OPENSSL`.
+cached() {
+    sed -n "s/^$1:[A-Z]*=//p" "$PREBUILT_BUILD/CMakeCache.txt" | head -n 1
+}
+
+prebuilt_identity() {
+    [ -n "$PREBUILT_BUILD" ] || return 0
+    echo "prebuilt"
+    (cd "$PREBUILT_BUILD" && sha256sum "${PREBUILT_LIBS[@]}")
+}
+
+# Reuses the libraries in $LLAMA_SERVER_PREBUILT if they are llama.cpp
+# $LLAMA_VERSION built with this build's CPU flags; says why not otherwise.
+use_prebuilt() {
+    local out="${LLAMA_SERVER_PREBUILT:-}"
+    PREBUILT_BUILD=""
+    [ -n "$out" ] || return 0
+    local build="$out/build" why="" lib header flag
+    for lib in "${PREBUILT_LIBS[@]}" CMakeCache.txt "$KERNEL_FLAGS"; do
+        [ -f "$build/$lib" ] || why="$build/$lib is missing"
+    done
+    if [ -z "$why" ]; then
+        fetch_source
+        for header in include/llama.h ggml/include/ggml.h ggml/include/ggml-backend.h ggml/include/ggml-cpu.h; do
+            cmp -s "$out/include/${header##*/}" "$SOURCE/$header" ||
+                why="its ${header##*/} differs from llama.cpp $LLAMA_VERSION's"
+        done
+    fi
+    if [ -z "$why" ]; then
+        PREBUILT_BUILD="$build"
+        while read -r flag; do
+            [[ "$flag" =~ ^-D(GGML_[A-Z0-9_]+)=(.*)$ ]] || continue
+            [ "$(cached "${BASH_REMATCH[1]}")" = "${BASH_REMATCH[2]}" ] ||
+                why="it was built with ${BASH_REMATCH[1]}=$(cached "${BASH_REMATCH[1]}")"
+        done < <(base_flags)
+        if grep -q -e 'native' -e '-mavx512' -e '-mamx' "$build/$KERNEL_FLAGS" ||
+            ! grep -q -e '-mavx2' "$build/$KERNEL_FLAGS"; then
+            why="its CPU kernels are not compiled for AVX2 and nothing above ($build/$KERNEL_FLAGS)"
+        fi
+    fi
+    if [ -n "$why" ]; then
+        PREBUILT_BUILD=""
+        echo "not reusing the llama.cpp libraries in $out: $why; building them from source" >&2
+    fi
+    return 0
+}
+
+# The cached build's folder and binary for the current choice of libraries.
+locate_build() {
+    BUILD="$CACHE/llama-server-$(cache_key)"
+    SERVER="$BUILD/bin/llama-server"
+}
 # One PID file per port, so servers on two ports never stop each other.
 PIDFILE="$CACHE/llama-server-$PORT.pid"
 LOG="$CACHE/llama-server-$PORT.log"
@@ -108,18 +181,28 @@ fetch_source() {
 
 # Builds the server into $BUILD unless a binary is there already. The build goes to
 # a temporary folder first, so an interrupted build never leaves a binary behind.
+# With prebuilt libraries, only the server's own targets are compiled (`/fast`
+# builds a target without its dependencies) and the libraries are copied to where
+# the link expects them.
 build_server() {
     [ -x "$SERVER" ] && return
     need cmake cmake
     need g++ g++
     fetch_source
     local flags; mapfile -t flags < <(cmake_flags)
-    local work="$BUILD.part"
+    local work="$BUILD.part" lib
     rm -rf "$work"
     mkdir -p "$work"
-    echo "building llama-server $(cache_key) (about 5 minutes on 2 cores; log in $work/build.log)" >&2
-    if ! { cmake -S "$SOURCE" -B "$work" "${flags[@]}" &&
-        cmake --build "$work" --target llama-server -j"$(nproc)"; } >"$work/build.log" 2>&1; then
+    local what="llama-server $(cache_key)" targets=(--target llama-server)
+    if [ -n "$PREBUILT_BUILD" ]; then
+        what="$what (its own code, on llama.cpp's libraries from $PREBUILT_BUILD; about 2 minutes on 2 cores)"
+        targets=(--target "${SERVER_TARGETS[@]/%//fast}")
+    else
+        what="$what (about 5 minutes on 2 cores)"
+    fi
+    echo "building $what; log in $work/build.log" >&2
+    if ! { cmake -S "$SOURCE" -B "$work" "${flags[@]}" && copy_prebuilt "$work" &&
+        cmake --build "$work" "${targets[@]}" -j"$(nproc)"; } >"$work/build.log" 2>&1; then
         tail -n 30 "$work/build.log" >&2
         echo "llama-server did not build; see $work/build.log" >&2
         exit 1
@@ -128,8 +211,19 @@ build_server() {
         echo "the llama-server build names a native CPU in $work/compile_commands.json; refusing it" >&2
         exit 1
     fi
+    # The flags the linked CPU kernels were really compiled with, for the tests.
+    cp "${PREBUILT_BUILD:-$work}/$KERNEL_FLAGS" "$work/kernel-flags.make"
     rm -rf "$BUILD"
     mv "$work" "$BUILD"
+}
+
+copy_prebuilt() {
+    [ -n "$PREBUILT_BUILD" ] || return 0
+    local lib
+    for lib in "${PREBUILT_LIBS[@]}"; do
+        mkdir -p "$1/$(dirname "$lib")"
+        cp "$PREBUILT_BUILD/$lib" "$1/$lib" || return 1
+    done
 }
 
 # Starts the server in the background and waits for /health, then completes one
@@ -171,10 +265,13 @@ start() {
     fetch_model
     build_server
     launch_and_check && return
-    echo "rebuilding llama-server once, from scratch" >&2
+    echo "rebuilding llama-server once, from scratch and all from source" >&2
     mv "$LOG" "$LOG.first" 2>/dev/null || true
     rm -rf "$BUILD.failed"
     mv "$BUILD" "$BUILD.failed"
+    PREBUILT_BUILD=""
+    locate_build
+    rm -rf "$BUILD"
     build_server
     launch_and_check && return
     echo "== llama-server log, first binary ($LOG.first)" >&2
@@ -185,8 +282,8 @@ start() {
     exit 1
 }
 
-# Whether PID $1 is still the llama-server this script started on this port: the
-# same binary, serving this port. A PID is reused once its process is gone, so the
+# Whether PID $1 is still a llama-server this script started on this port: one of
+# the cached builds, serving this port. A PID is reused once its process is gone, so the
 # PID file alone proves nothing.
 ours() {
     local cmdline
@@ -195,7 +292,7 @@ ours() {
     else
         cmdline=$(ps -p "$1" -o command= 2>/dev/null) || return 1
     fi
-    [[ "$cmdline" == "$SERVER "* && "$cmdline" == *" --port $PORT "* ]]
+    [[ "$cmdline" == "$CACHE/llama-server-"*"/bin/llama-server "* && "$cmdline" == *" --port $PORT "* ]]
 }
 
 stop() {
@@ -221,6 +318,11 @@ stop() {
 }
 
 url() { echo "http://127.0.0.1:$PORT/v1"; }
+
+case "${1:-}" in
+    fetch | start | flags | key | build-dir) use_prebuilt ;;
+esac
+locate_build
 
 case "${1:-}" in
     fetch) start; stop ;;

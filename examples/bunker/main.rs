@@ -193,6 +193,9 @@ struct Autoplay {
     steps: VecDeque<Step>,
     screenshot: Option<PathBuf>,
     backend: AutoplayBackend,
+    /// Idle frames between two steps: a pause to follow the conversation, or none
+    /// to speak of when a screenshot run has no one watching.
+    pace_frames: u32,
     idle_frames: u32,
     waited_frames: u32,
     shot_at: Option<u32>,
@@ -274,6 +277,7 @@ fn main() -> AppExit {
             .collect();
         app.insert_resource(Autoplay {
             steps,
+            pace_frames: if args.screenshot.is_some() { 2 } else { 20 },
             screenshot: args.screenshot,
             backend: autoplay_backend,
             idle_frames: 0,
@@ -618,7 +622,7 @@ fn autoplay(
         return;
     }
     script.idle_frames += 1;
-    if script.idle_frames < 20 {
+    if script.idle_frames < script.pace_frames {
         return;
     }
     if let Some(step) = script.steps.pop_front() {
@@ -645,6 +649,8 @@ fn autoplay(
         return;
     };
     match script.shot_at {
+        // A few frames more, so the panel shows the last step before the shot.
+        None if script.idle_frames < 10 => {}
         None => {
             commands
                 .spawn(Screenshot::primary_window())
