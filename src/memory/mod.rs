@@ -79,7 +79,7 @@ pub use lore::{
     MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
     SharedKnowledge,
 };
-pub use message::{ChatMessage, LogIndex, NpcId, PromptMessage, Role};
+pub use message::{ChatMessage, LogIndex, MAX_NPC_ID_CHARS, NpcId, PromptMessage, Role};
 pub use npc::{
     Acted, ActionRecord, LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded,
     Replied, ReplyInput, Told, ToldFact, Turn, preview_prompt,

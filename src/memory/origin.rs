@@ -179,10 +179,8 @@ impl Origin {
 pub(crate) fn bound_chain(chain: &mut Vec<Teller>, hops: &mut u32) -> bool {
     chain.truncate(MAX_CHAIN);
     for teller in chain.iter_mut() {
+        // Ids need nothing here: `NpcId::new` already keeps them to what loads.
         bound_name(&mut teller.name);
-        if teller.id.as_str().chars().count() > MAX_NAME_CHARS {
-            teller.id = NpcId::new(first_chars(teller.id.as_str(), MAX_NAME_CHARS));
-        }
     }
     *hops = (*hops).max(chain.len() as u32);
     !chain.is_empty()

@@ -7,7 +7,7 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use super::error::{LoadError, SaveError};
-use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
+use crate::memory::{InvalidField, LoreChanges, MAX_NPC_ID_CHARS, MemoryParts, NpcId, SpeakerId};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.
@@ -199,10 +199,6 @@ impl SaveFormat {
         }
     }
 }
-
-/// Longest NPC id a save may hold, in characters. Ids name NPCs in code and files;
-/// a longer one is a corrupt or hostile file.
-pub const MAX_NPC_ID_CHARS: usize = 256;
 
 impl SaveGame {
     /// A save of these NPCs, sorted by id, with the clock at their newest message

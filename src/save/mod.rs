@@ -16,8 +16,7 @@ pub use error::{LoadError, SaveError};
 pub use file::backup_path;
 pub(crate) use file::{read_bounded, with_path_lock};
 pub use format::{
-    MAX_NPC_ID_CHARS, MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame,
-    WaitingLine,
+    MAX_SAVED_QUEUED_LINES, NpcSave, SAVE_FORMAT_VERSION, SaveFormat, SaveGame, WaitingLine,
 };
 pub(crate) use journal::Journals;
 pub use journal::{JournalProblem, JournalReport, journal_path};

@@ -936,3 +936,45 @@ fn a_journal_cut_short_by_a_crash_loads_its_whole_records_and_autosave_goes_on()
     );
     fs::remove_dir_all(dir).ok();
 }
+
+/// An id of any length is the game's to choose: one past what a save holds is
+/// shortened where it is made, so its NPC talks, saves and loads, and two long
+/// ids that differ only at the end stay two NPCs. Saves of such an NPC used to
+/// fail forever (the reader refused the id the writer had let in).
+#[test]
+fn npcs_with_ids_longer_than_a_save_holds_save_and_load_as_two() {
+    let dir = temp_dir("long-ids");
+    let path = dir.join("slot.json");
+    let long = format!("{}\u{0915}\u{094D}\u{0937}👩‍🚀", "bunker-".repeat(80));
+    let (first, second) = (format!("{long}a"), format!("{long}b"));
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn(&first, persona("First"));
+    h.spawn(&second, persona("Second"));
+    h.say(&first, "I am talking to the first.");
+    h.say(&second, "And now to the second.");
+    h.settle();
+    h.save_to(&path);
+    assert!(
+        h.inbox::<MemorySaveFailed>().is_empty(),
+        "{:?}",
+        h.inbox::<MemorySaveFailed>()
+    );
+
+    let mut fresh = Harness::new(NpcMemoryPlugin::default());
+    fresh.load_from(&path);
+    assert!(fresh.inbox::<MemoryLoadFailed>().is_empty());
+    let mut loaded = fresh.inbox::<MemoryLoaded>()[0].npcs.clone();
+    loaded.sort();
+    let mut made = vec![NpcId::new(first.as_str()), NpcId::new(second.as_str())];
+    made.sort();
+    assert_eq!(loaded, made, "both NPCs, under the ids the game makes");
+    for (npc, line) in [
+        (&first, "I am talking to the first."),
+        (&second, "And now to the second."),
+    ] {
+        let log = fresh.log(npc);
+        assert_eq!(log.len(), 2, "{log:?}");
+        assert_eq!(log[0], (Role::User, line.to_owned()));
+    }
+    fs::remove_dir_all(dir).ok();
+}
