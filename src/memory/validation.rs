@@ -314,6 +314,7 @@ impl MemoryParts {
         }
         for (position, fact) in self.facts.all_facts().enumerate() {
             let field = format!("facts.facts[{position}]");
+            super::facts::check_saved_fact(fact).map_err(|problem| invalid(&field, problem))?;
             if fact.evidence.len() > super::facts::MAX_EVIDENCE {
                 return Err(invalid(
                     format!("{field}.evidence"),

@@ -202,3 +202,17 @@ fn configs_written_before_time_thresholds_still_load() {
     assert_eq!(policy.compress_after_seconds, None);
     assert_eq!(policy.drop_after_seconds, None);
 }
+
+/// The writer and the reader of facts share one rule: what loading refuses, the
+/// writer refuses too, so no save is written that would not load. (The writer let a
+/// fact with no valid time through, and loading then refused the whole save.)
+#[test]
+fn a_fact_loading_refuses_is_refused_by_the_writer_too() {
+    let mut parts = parts();
+    let fact = parts.facts.change_times_mut().next().unwrap();
+    *fact = f64::NAN;
+    let saved = ron::to_string(&parts.facts).unwrap();
+    let read = ron::from_str::<crate::memory::PinnedFacts>(&saved).unwrap_err();
+    assert!(read.to_string().contains("no valid time"), "{read}");
+    assert!(refused(&parts).starts_with("facts.facts["));
+}

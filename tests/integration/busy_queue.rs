@@ -69,3 +69,45 @@ fn lines_queue_while_busy_and_overflow_fails_clearly() {
             .any(|m| m.content.as_ref() == "answer 3")
     );
 }
+
+/// However many waiting lines the game allows, no more wait than a save holds:
+/// a busy NPC with a long queue still saves, and the save loads.
+#[test]
+fn a_queue_set_past_what_a_save_holds_still_saves() {
+    use bevy_npc_memory::save::{MAX_SAVED_QUEUED_LINES, SaveGame};
+    let backend = crate::support::held::HeldBackend::new();
+    let held = backend.push_held(&[], "At last.");
+    let settings = NpcMemorySettings {
+        max_queued_lines: 5_000,
+        ..Default::default()
+    };
+    let mut h = Harness::new(
+        NpcMemoryPlugin::default()
+            .with_backend(backend)
+            .with_settings(settings),
+    );
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "first");
+    h.app.update();
+    for i in 0..MAX_SAVED_QUEUED_LINES + 5 {
+        h.say("echo7", &format!("line {i}"));
+    }
+    h.app.update();
+    let queued = h
+        .app
+        .world()
+        .resource::<NpcRequests>()
+        .queued_lines(&NpcId::new("echo7"))
+        .count();
+    assert_eq!(queued, MAX_SAVED_QUEUED_LINES);
+    assert_eq!(h.inbox::<NpcReplyFailed>().len(), 5, "the rest are busy");
+
+    let dir = crate::support::temp_dir("long-queue");
+    let path = dir.join("slot.json");
+    h.save_to(&path);
+    let (_, saved) = SaveGame::read_from(&path, u64::MAX).expect("the save loads");
+    assert_eq!(saved.npcs[0].queued.len(), MAX_SAVED_QUEUED_LINES);
+    held.start.release();
+    held.finish.release();
+    std::fs::remove_dir_all(dir).ok();
+}

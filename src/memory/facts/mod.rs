@@ -35,7 +35,7 @@ pub use store::PinnedFacts;
 pub(crate) use prompt::{facts_instruction, indexed_transcript, speakers_instruction};
 #[cfg(test)]
 use render::{FACTS_CLOSE, FACTS_OPEN, facts_header};
-pub(crate) use store::MAX_EVIDENCE;
+pub(crate) use store::{MAX_EVIDENCE, check_saved_fact};
 #[cfg(test)]
 use update::FactAction;
 #[cfg(test)]

@@ -61,7 +61,11 @@ impl<'w> Dialogue<'w, '_> {
     fn rules(&self) -> LineRules {
         LineRules {
             max_line_chars: self.settings.max_line_chars,
-            max_queued_lines: self.settings.max_queued_lines,
+            // More waiting lines than a save holds would make every save fail.
+            max_queued_lines: self
+                .settings
+                .max_queued_lines
+                .min(crate::save::MAX_SAVED_QUEUED_LINES),
         }
     }
 

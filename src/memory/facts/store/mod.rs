@@ -16,6 +16,8 @@ use super::key::FactKey;
 use super::update::{FactAction, FactUpdate, check_value};
 use crate::memory::origin::bound_chain;
 
+pub(crate) use save::check_saved_fact;
+
 /// Most evidence indices kept per fact, the newest kept. A fact confirmed in every
 /// summary would otherwise grow without end.
 pub const MAX_EVIDENCE: usize = 32;

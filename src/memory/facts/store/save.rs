@@ -44,19 +44,7 @@ impl PinnedFacts {
         let mut store = PinnedFacts::new(saved.limits);
         for fact in saved.facts {
             let key = &fact.key;
-            if fact.value.trim().is_empty() {
-                return Err(FactsError::InvalidSave(format!("fact {key} has no value")));
-            }
-            if !fact.changed_at.is_finite() {
-                return Err(FactsError::InvalidSave(format!(
-                    "fact {key} has no valid time"
-                )));
-            }
-            if let Some(heard) = fact.source.heard() {
-                heard.check().map_err(|problem| {
-                    FactsError::InvalidSave(format!("fact {key} was heard, but {problem}"))
-                })?;
-            }
+            check_saved_fact(&fact).map_err(FactsError::InvalidSave)?;
             let slot = store.slots.entry(key.clone()).or_default();
             if fact.status != FactStatus::Active {
                 slot.history.push(fact);
@@ -70,4 +58,23 @@ impl PinnedFacts {
         }
         Ok(store)
     }
+}
+
+/// Why `fact` cannot be in a save, if it cannot. The one rule for both sides:
+/// loading refuses what it refuses, and the writer (`MemoryParts::validate`) never
+/// writes such a fact, so no save is written that would not load.
+pub(crate) fn check_saved_fact(fact: &Fact) -> Result<(), String> {
+    let key = &fact.key;
+    if fact.value.trim().is_empty() {
+        return Err(format!("fact {key} has no value"));
+    }
+    if !fact.changed_at.is_finite() {
+        return Err(format!("fact {key} has no valid time"));
+    }
+    if let Some(heard) = fact.source.heard() {
+        heard
+            .check()
+            .map_err(|problem| format!("fact {key} was heard, but {problem}"))?;
+    }
+    Ok(())
 }
