@@ -269,11 +269,9 @@ impl Persona {
                 PersonaError::Parse(shorten_to_chars(&error.to_string(), 500).into_owned())
             })?;
         // The same limits a save is held to: a persona file is data from outside too.
-        let config = persona.memory_config(&MemoryConfig::default());
-        config
-            .check()
-            .map_err(|invalid| PersonaError::Parse(invalid.to_string()))?;
-        persona.tiers.check(&config).map_err(PersonaError::Parse)?;
+        persona
+            .check_config(&MemoryConfig::default())
+            .map_err(PersonaError::Parse)?;
         let long_group = persona
             .groups
             .iter()
@@ -327,6 +325,16 @@ impl Persona {
             text,
             style,
         }
+    }
+
+    /// Why the memory settings this persona gives over `defaults` (its tiers'
+    /// too) are outside what a save may hold, if they are. The plugin refuses such
+    /// a persona as it refuses a file that fails to load, so no NPC ever has
+    /// memory that would not save.
+    pub(crate) fn check_config(&self, defaults: &MemoryConfig) -> Result<(), String> {
+        let config = self.memory_config(defaults);
+        config.check().map_err(|invalid| invalid.to_string())?;
+        self.tiers.check(&config)
     }
 
     /// The memory configuration for this persona: `defaults`, with the persona's own

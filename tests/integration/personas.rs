@@ -208,3 +208,55 @@ fn the_bunker_robot_persona_switches_on_layered_memory_from_its_file() {
     assert!(features.recall.enabled && features.facts.enabled && features.segments.enabled);
     assert_eq!(features.budget.max_tokens, Some(1500));
 }
+
+/// A persona made in code is held to the limits a save is: one asking for a
+/// window no save holds fails its lines with a reason naming the setting, as a
+/// persona file would, and the game's saves go on working. Such an NPC used to
+/// talk, and then every save failed.
+#[test]
+fn a_persona_made_in_code_past_what_a_save_holds_fails_clearly_and_saves_go_on() {
+    use bevy_npc_memory::memory::MAX_WINDOW_MESSAGES;
+    let mut h = Harness::new(NpcMemoryPlugin::default());
+    h.spawn(
+        "huge",
+        Persona::new("Huge", "You remember everything.").with_window(MAX_WINDOW_MESSAGES + 1),
+    );
+    h.spawn("echo7", crate::support::persona("ECHO-7"));
+    h.say("huge", "Do you remember me?");
+    h.say("echo7", "Hello.");
+    h.wait_for::<NpcReplyFailed>(1);
+    let failed = &h.inbox::<NpcReplyFailed>()[0];
+    assert!(
+        matches!(&failed.error, ReplyError::PersonaUnavailable { reason, .. } if reason.contains("max_context_window")),
+        "{:?}",
+        failed.error
+    );
+    h.wait_for_replies(1);
+
+    let dir = crate::support::temp_dir("persona-limits");
+    let path = dir.join("slot.json");
+    h.save_to(&path);
+    assert!(h.inbox::<MemorySaveFailed>().is_empty());
+    let (_, saved) = bevy_npc_memory::save::SaveGame::read_from(&path, u64::MAX).unwrap();
+    assert_eq!(saved.npcs.len(), 1, "ECHO-7 alone has memory");
+
+    // Reconfiguring to such sizes is refused too: the memory keeps its settings.
+    let window = |h: &Harness| {
+        h.app
+            .world()
+            .resource::<RollingWindows>()
+            .get(&NpcId::new("echo7"))
+            .unwrap()
+            .max_context_window()
+    };
+    let before = window(&h);
+    h.app.world_mut().write_message(ReconfigureNpcMemory::new(
+        "echo7",
+        bevy_npc_memory::memory::MemoryConfig::with_window(MAX_WINDOW_MESSAGES + 1),
+    ));
+    h.app.update();
+    assert_eq!(window(&h), before);
+    h.save_to(&path);
+    assert!(h.inbox::<MemorySaveFailed>().is_empty());
+    std::fs::remove_dir_all(dir).ok();
+}

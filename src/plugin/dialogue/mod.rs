@@ -267,6 +267,10 @@ impl<'w> Dialogue<'w, '_> {
     /// recall until the index is in place ([`install_recall`](Self::install_recall)).
     /// A newer reconfiguration replaces a build in flight.
     pub(crate) fn reconfigure(&mut self, npc: &NpcId, config: &MemoryConfig) {
+        if let Err(invalid) = config.check() {
+            tracing::error!("not reconfiguring {npc}: {invalid}; its memory keeps its settings");
+            return;
+        }
         self.loads.cancel_recall(npc);
         let Some(mut layers) = self.layers.get_mut(npc) else {
             return;
@@ -505,6 +509,12 @@ impl<'w> Dialogue<'w, '_> {
 
     /// A persona asset loaded or changed: every NPC bound to it gets it.
     pub(crate) fn persona_ready(&mut self, id: AssetId<Persona>, persona: &Persona) {
+        // A persona made in code, or the plugin's defaults, can ask for sizes no
+        // save holds; such a persona fails like a file that does not load.
+        if let Err(problem) = persona.check_config(&self.settings.memory) {
+            self.persona_failed(id, format!("the persona's memory settings: {problem}"));
+            return;
+        }
         self.bindings.mark_loaded(id);
         for npc in self.bindings.npcs(id).to_vec() {
             self.apply_persona(&npc, persona);
