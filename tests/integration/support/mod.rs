@@ -271,12 +271,45 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
     deps.parent().unwrap().join("examples").join(name)
 }
 
-/// A fresh, empty folder for one test.
+/// A fresh, empty folder for one test, in cargo's scratch folder for integration
+/// tests (`target/tmp`). Each test process has a folder of its own there, and the
+/// folders of processes that have ended are removed when the next one starts, so
+/// runs leave at most their own files behind, however their tests end.
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
+    let dir = run_dir().join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+fn run_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("integration");
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_str().and_then(|name| {
+                name.strip_prefix("run-")
+                    .and_then(|pid| pid.parse::<i32>().ok())
+            });
+            if pid.is_some_and(|pid| !running(pid)) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        root.join(format!("run-{}", std::process::id()))
+    })
+}
+
+#[cfg(unix)]
+fn running(pid: i32) -> bool {
+    // Signal 0 only asks whether the process exists (EPERM: it does, not ours).
+    // SAFETY: kill with signal 0 sends nothing and touches no memory.
+    let exists = unsafe { libc::kill(pid, 0) == 0 };
+    exists || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn running(_pid: i32) -> bool {
+    true
 }
 
 /// The plugin sized as in the seed's walk-through: window 4, threshold 2.
