@@ -190,7 +190,7 @@ build_server() {
     need g++ g++
     fetch_source
     local flags; mapfile -t flags < <(cmake_flags)
-    local work="$BUILD.part" lib
+    local work="$BUILD.part"
     rm -rf "$work"
     mkdir -p "$work"
     local what="llama-server $(cache_key)" targets=(--target llama-server)

@@ -9,6 +9,9 @@ set -euo pipefail
 # - The examples open a real X11 window (no gamepads, no Wayland, so no udev or
 #   Wayland libraries): xkbcommon for input, and for the screenshot test a virtual
 #   X server (xvfb) with Mesa's software Vulkan (lavapipe).
+# - cmake and a C++ compiler build llama.cpp for the in-process backend (feature
+#   `local-llm`), whose bindings bindgen generates with libclang, and the server
+#   for the real-peer tests, which links those libraries.
 APT_PACKAGES=(pkg-config cmake g++ libclang-dev libxkbcommon-dev libxkbcommon-x11-0
     xvfb xauth mesa-vulkan-drivers)
 
