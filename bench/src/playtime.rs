@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
-    NpcMemory, PersonaPrompt, PromptMessage, Role, SummaryJob, SummaryKind, SummaryOutcome,
-    estimate_prompt_tokens, estimate_tokens,
+    FollowUps, NpcMemory, PersonaPrompt, PromptMessage, Role, SummaryJob, SummaryKind,
+    SummaryOutcome, estimate_prompt_tokens, estimate_tokens,
 };
 use serde_json::{Value, json};
 
@@ -63,6 +63,8 @@ pub struct Settings {
     /// What a cached prompt token costs, as a share of a token not cached (0.1:
     /// DeepSeek's and OpenAI's list prices for cache hits, about a tenth).
     pub hit_price: f64,
+    /// How layered prompts extend the last one within a conversation.
+    pub follow_ups: FollowUps,
 }
 
 impl Default for Settings {
@@ -75,6 +77,7 @@ impl Default for Settings {
             zipf: 1.0,
             conversation_lines: (2, 12),
             hit_price: 0.1,
+            follow_ups: FollowUps::default(),
         }
     }
 }
@@ -278,6 +281,8 @@ struct Tally {
     kinds: BTreeMap<&'static str, KindTally>,
     per_npc_prompt: Vec<u64>,
     reply_shares: Vec<f64>,
+    /// Reply prompt tokens, and those of them in a cacheable prefix.
+    reply_tokens: (f64, f64),
     summary_shares: Vec<f64>,
     /// Reply shares had the recalled block come after the window ([`recall_last`]).
     recall_last_shares: Vec<f64>,
@@ -302,6 +307,7 @@ impl Tally {
             kinds: BTreeMap::new(),
             per_npc_prompt: vec![0; npcs],
             reply_shares: Vec::new(),
+            reply_tokens: (0.0, 0.0),
             summary_shares: Vec::new(),
             recall_last_shares: Vec::new(),
             any_recalled: false,
@@ -327,6 +333,8 @@ impl Tally {
         let warm = now - then <= SHORT_CACHE_TTL;
         if kind == "reply" {
             self.reply_shares.push(share);
+            self.reply_tokens.0 += prompt as f64;
+            self.reply_tokens.1 += prompt as f64 * share;
             let reordered = recall_last(messages);
             self.any_recalled |= reordered.is_some();
             let reordered = reordered.unwrap_or_else(|| messages.to_vec());
@@ -429,7 +437,11 @@ fn play(
 ) -> Tally {
     let config = match strategy {
         Strategy::Full | Strategy::Basic => memory_config(WINDOW, None, false, None, &[]),
-        Strategy::Layered(budget) => memory_config(WINDOW, None, true, Some(budget), &[]),
+        Strategy::Layered(budget) => {
+            let mut config = memory_config(WINDOW, None, true, Some(budget), &[]);
+            config.features.budget.follow_ups = settings.follow_ups.clone();
+            config
+        }
     };
     let mut memories: Vec<NpcMemory> = scripts
         .iter()
@@ -509,6 +521,7 @@ fn report(tally: &Tally, npcs: usize) -> Value {
             "replies_if_recall_last": if tally.any_recalled { json!(mean(&tally.recall_last_shares)) } else { Value::Null },
         },
         "cached_token_share": share(prompt as f64 - uncached, prompt as f64),
+        "cached_reply_token_share": share(tally.reply_tokens.1, tally.reply_tokens.0),
         "max_reply_prompt_tokens": tally.max_reply_prompt,
         "per_npc_prompt_tokens": tally.per_npc_prompt,
     })
@@ -559,6 +572,11 @@ pub fn run(settings: &Settings, strategies: &[Strategy], data: &Path) -> Result<
             "zipf": settings.zipf,
             "conversation_lines": [lo, hi],
             "hit_price": settings.hit_price,
+            "follow_ups": {
+                "growth": settings.follow_ups.growth,
+                "recall": settings.follow_ups.recall,
+                "pause_secs": settings.follow_ups.pause_secs,
+            },
             "window": WINDOW,
             "conversations": records.len(),
         },

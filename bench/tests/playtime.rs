@@ -159,14 +159,20 @@ fn full_history_grows_by_the_hour_while_layered_stays_within_its_budget() {
             > 0.8
     );
 
-    // Layered: no reply prompt over its budget (here: messages no summary covers yet
-    // are always sent, and can pass it), and hour 3 costs about what hour 2 did
-    // (bounded), while full history kept growing.
+    // Layered: no reply prompt over its budget plus the follow-ups' growth (half
+    // the budget by default), and hour 3 costs about what hour 2 did (bounded),
+    // while full history kept growing. Follow-ups make most of each reply prompt
+    // a prefix the last one sent.
     for budget in [1000, 2000, 4000] {
         let name = format!("layered@{budget}");
         let strategy = &report["strategies"][&name];
         let max = strategy["max_reply_prompt_tokens"].as_u64().unwrap();
-        assert!(max <= budget, "{name}: a reply prompt of {max} tokens");
+        assert!(
+            max <= budget * 3 / 2,
+            "{name}: a reply prompt of {max} tokens"
+        );
+        let cached = strategy["cached_reply_token_share"].as_f64().unwrap();
+        assert!(cached > 0.6, "{name}: {cached}");
     }
     let layered = per_hour(&report, "layered@1000", "tokens_per_hour");
     assert!(layered[2] < full[2], "{layered:?} vs {full:?}");
@@ -195,6 +201,30 @@ fn full_history_grows_by_the_hour_while_layered_stays_within_its_budget() {
     // The same seed gives the same session.
     let (_, again, _) = run(&args);
     assert_eq!(again, stdout);
+
+    // Without follow-ups every prompt keeps to its budget, and caches reuse less.
+    let mut fresh_args = args.to_vec();
+    fresh_args.extend(["--follow-ups", "0,0.1,300"]);
+    let (ok, fresh, stderr) = run(&fresh_args);
+    assert!(ok, "{stderr}");
+    let fresh: Value = serde_json::from_str(&fresh).unwrap();
+    for budget in [1000, 2000, 4000] {
+        let name = format!("layered@{budget}");
+        let max = fresh["strategies"][&name]["max_reply_prompt_tokens"]
+            .as_u64()
+            .unwrap();
+        assert!(max <= budget, "{name}: a reply prompt of {max} tokens");
+        let share = |r: &Value| {
+            r["strategies"][&name]["cached_reply_token_share"]
+                .as_f64()
+                .unwrap()
+        };
+        // At 4,000 tokens these short logs are sent whole either way.
+        assert!(share(&fresh) <= share(&report), "{name}");
+        if budget < 4000 {
+            assert!(share(&fresh) < share(&report), "{name}");
+        }
+    }
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -207,6 +237,8 @@ fn bad_arguments_are_refused_with_the_reason() {
     let data = fixture(&dir);
     let (ok, _, stderr) = run(&["--data", data.to_str().unwrap(), "--npcs", "0"]);
     assert!(!ok && stderr.contains("at least 1"), "{stderr}");
+    let (ok, _, stderr) = run(&["--follow-ups", "0.5,-1,300"]);
+    assert!(!ok && stderr.contains("--follow-ups needs"), "{stderr}");
     let (ok, _, stderr) = run(&["--hours", "many"]);
     assert!(
         !ok && stderr.contains("--hours needs a whole number"),

@@ -47,6 +47,11 @@ pub(super) fn summary_with_facts(digest: String, input: &SummaryInput) -> String
             facts.push(json!({"key": "current_goal", "value": goal, "evidence": [message.index]}));
         }
     }
+    // A key may be updated once per reply: the latest line that names it wins.
+    let mut seen = std::collections::HashSet::new();
+    facts.reverse();
+    facts.retain(|fact| seen.insert(fact["key"].to_string()));
+    facts.reverse();
     json!({"summary": digest, "facts": facts}).to_string()
 }
 
@@ -124,6 +129,20 @@ mod tests {
     }
 
     #[test]
+    fn a_goal_said_twice_is_one_update_the_reader_accepts() {
+        let reply = summary_with_facts(
+            "digest".into(),
+            &input(&["I need to fix the pump.", "I need to find the key."]),
+        );
+        let value: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(value["facts"].as_array().unwrap().len(), 1);
+        assert_eq!(value["facts"][0]["value"], "find the key");
+        assert_eq!(value["facts"][0]["evidence"][0], 11);
+        crate::memory::parse_summary_reply(&reply, 10..12, &Default::default())
+            .expect("the summary a memory asked for is one it accepts");
+    }
+
+    #[test]
     fn a_name_goes_under_the_key_of_whoever_said_it() {
         let mut request = input(&["my name is Alex", "my name is Bob"]);
         request.transcript[1].speaker = Some(SpeakerId::new("p2", "Player Two").unwrap());
@@ -138,10 +157,11 @@ mod tests {
     fn case_changes_that_shift_byte_offsets_are_safe() {
         // "ẞ" lower-cases to the shorter "ß", "Ⱥ" to the longer "ⱥ": the line's length is
         // unchanged, but every offset in between moves.
-        let reply = summary_with_facts("d".into(), &input(&["ẞ我叫小明Ⱥ", "İ MY NAME IS Zoë"]));
-        let value: Value = serde_json::from_str(&reply).unwrap();
-        assert_eq!(value["facts"][0]["value"], "小明Ⱥ");
-        assert_eq!(value["facts"][1]["value"], "Zoë");
+        for (line, name) in [("ẞ我叫小明Ⱥ", "小明Ⱥ"), ("İ MY NAME IS Zoë", "Zoë")] {
+            let reply = summary_with_facts("d".into(), &input(&[line]));
+            let value: Value = serde_json::from_str(&reply).unwrap();
+            assert_eq!(value["facts"][0]["value"], name);
+        }
     }
 
     proptest::proptest! {

@@ -47,6 +47,9 @@ pub(super) fn draw(ui: &mut egui::Ui, report: &NpcMemoryReport, focus: &[DebugSe
         },
     );
     let title = match report.prompt_tokens {
+        Some((tokens, Some(budget))) if report.prompt_follow_up => {
+            format!("Last prompt: ~{tokens} of {budget} tokens, extending the one before")
+        }
         Some((tokens, Some(budget))) => format!("Last prompt: ~{tokens} of {budget} tokens"),
         Some((tokens, None)) => format!("Last prompt: ~{tokens} tokens, no budget"),
         None => "Last prompt: basic mode's window and summary".to_owned(),

@@ -150,6 +150,9 @@ pub struct NpcMemoryReport {
     pub prompt_sections: Vec<SectionRow>,
     /// Estimated tokens of the last reply prompt and its budget, if assembled.
     pub prompt_tokens: Option<(usize, Option<usize>)>,
+    /// Whether the last reply prompt extended the one before it (a follow-up
+    /// line, whose prefix a prompt cache holds).
+    pub prompt_follow_up: bool,
     /// The messages recalled into the last reply prompt.
     pub recalled: Vec<RecalledRow>,
     /// The actions the NPC took, oldest first, each with what came of it.
@@ -306,6 +309,7 @@ impl NpcMemoryReport {
                 })
                 .unwrap_or_default(),
             prompt_tokens: context.last_prompt().map(|p| (p.tokens, p.budget)),
+            prompt_follow_up: context.last_prompt().is_some_and(|p| p.follow_up),
             recalled: context
                 .last_prompt()
                 .map(|p| {

@@ -53,6 +53,17 @@ impl DateFormat {
         }
     }
 
+    /// Whether both write dates with the same function (the built-in one, or one
+    /// shared by cloning): a prompt written with one reads as if written with the
+    /// other.
+    pub(crate) fn same_as(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// Whether this is the built-in `day N HH:MM` format.
     pub fn is_default(&self) -> bool {
         self.0.is_none()

@@ -165,6 +165,73 @@ pub struct PromptBudget {
     /// How the room left after the persona, the facts and the uncovered messages is
     /// shared before leftovers are handed on.
     pub shares: SectionShares,
+    /// How the lines after the first of a conversation reuse the prompt before
+    /// them, so a provider's prompt cache and a local model's KV cache can.
+    pub follow_ups: FollowUps,
+    /// What a log that still fits `max_tokens` is sent as.
+    pub short_logs: ShortLogs,
+}
+
+/// How a layered NPC treats a log short enough to fit its whole prompt budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
+pub enum ShortLogs {
+    /// While the persona, the pinned facts and every message fit the budget, the
+    /// log is sent as it is, without summaries or recalled lines (they could only
+    /// repeat it), and folds wait until the log outgrows the budget or the window
+    /// nears its hard cap, saving their requests. Pinned facts the summarizer
+    /// would find, and gossip about them, wait as well.
+    #[default]
+    SentWhole,
+    /// Every prompt is layered and summaries fold every threshold from the first
+    /// lines: for games that need pinned facts, and gossip about them, at once.
+    Layered,
+}
+
+/// Follow-up lines: within a conversation, each reply prompt is the last one with
+/// what came since appended (the NPC's reply, then lines found for the newest
+/// line, then the line itself), so all of the last prompt is a cached prefix. A
+/// prompt is built afresh, within [`PromptBudget::max_tokens`], for the first line
+/// of a conversation, after a pause, when the persona, the pinned facts or the
+/// settings changed, and when appending would pass the budget plus its growth.
+/// Summaries that arrive meanwhile wait for that fresh prompt: the lines they
+/// cover are still in the prompt word for word.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
+#[type_path = "bevy_npc_memory::memory"]
+#[reflect(Debug, PartialEq, Default, Clone)]
+#[serde(default)]
+pub struct FollowUps {
+    /// How far a follow-up's prompt may grow past `max_tokens`, as a share of it
+    /// (0.5: a 2,000-token budget lets follow-ups reach 3,000). Zero builds every
+    /// prompt afresh and holds each to the budget.
+    pub growth: f32,
+    /// The share of the recall room a follow-up line's own recalled lines may
+    /// take; what earlier lines recalled stays in the prompt as well.
+    pub recall: f32,
+    /// A line this many game seconds after the NPC's last message starts a new
+    /// conversation, with a fresh prompt (a provider's cache would have expired).
+    pub pause_secs: f64,
+}
+
+impl Default for FollowUps {
+    fn default() -> Self {
+        Self {
+            growth: 0.5,
+            recall: 0.1,
+            pause_secs: 300.0,
+        }
+    }
+}
+
+impl PromptBudget {
+    /// The most a follow-up prompt may hold: the budget plus its growth; `None`
+    /// when follow-ups are off or there is no budget.
+    pub fn follow_up_cap(&self) -> Option<usize> {
+        let max = self.max_tokens?;
+        let growth = self.follow_ups.growth;
+        (growth > 0.0).then(|| max.saturating_add((max as f64 * f64::from(growth)) as usize))
+    }
 }
 
 /// Shares of the flexible room. They need not add up to one: each is a first claim,

@@ -6,10 +6,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::assembly::{AssembledPrompt, ComposedPrompt, SummarySource};
+use super::assembly::{
+    AssembledPrompt, ComposedPrompt, Conversation, SummarySource, whole_log_fits,
+};
 use super::clock::DateFormat;
 use super::config::MemoryFeatures;
+use super::config::ShortLogs;
 use super::facts::PinnedFacts;
+use super::log::ChatLog;
 use super::log::recall::RecallIndex;
 use super::message::LogIndex;
 use super::persona::PersonaPrompt;
@@ -157,6 +161,8 @@ pub struct ContextMemory {
     pub(crate) facts: PinnedFacts,
     pub(crate) recall: RecallIndex,
     pub(crate) last_prompt: Option<Arc<AssembledPrompt>>,
+    /// The prompt the next line of the conversation may extend.
+    pub(crate) conversation: Conversation,
     pub(crate) forgetting_compaction: bool,
     pub(crate) composed: ComposedPrompt,
     /// How prompts write dates: the format of the latest event ([`Now`](super::Now)).
@@ -183,6 +189,7 @@ impl ContextMemory {
             facts: PinnedFacts::default(),
             recall: RecallIndex::default(),
             last_prompt: None,
+            conversation: Conversation::default(),
             composed: ComposedPrompt::default(),
             forgetting_compaction: false,
             dates: DateFormat::default(),
@@ -277,8 +284,28 @@ impl ContextMemory {
         }
     }
 
-    /// Whether a summary would be due for a log of `log_len` messages.
-    pub(crate) fn due(&self, log_len: LogIndex) -> Option<SummaryTrigger> {
+    /// Whether a layered prompt sends `log` whole ([`ShortLogs::SentWhole`]): it
+    /// has a budget, and the persona, `facts` and every message fit it.
+    pub(crate) fn sends_whole_log(&self, log: &ChatLog, facts: Option<&str>) -> bool {
+        self.features.any()
+            && self.features.budget.short_logs == ShortLogs::SentWhole
+            && self
+                .features
+                .budget
+                .max_tokens
+                .is_some_and(|max| whole_log_fits(log, &self.persona, facts, max))
+    }
+
+    /// Whether a summary would be due for a log of `log_len` messages. While the
+    /// prompt sends the whole log, folds wait (a summary would only repeat it)
+    /// until the messages no summary covers come within a threshold of the
+    /// window's `hard_cap`.
+    pub(crate) fn due(
+        &self,
+        log_len: LogIndex,
+        whole_log_sent: bool,
+        hard_cap: usize,
+    ) -> Option<SummaryTrigger> {
         if self.in_flight.is_some() {
             return None;
         }
@@ -294,7 +321,9 @@ impl ContextMemory {
             return None;
         }
         let pending = log_len - self.covered_until;
-        (pending >= self.threshold as LogIndex && log_len >= self.retry_after)
+        let threshold = self.threshold as LogIndex;
+        let near_cap = pending.saturating_add(threshold) >= hard_cap as LogIndex;
+        (pending >= threshold && log_len >= self.retry_after && (!whole_log_sent || near_cap))
             .then_some(SummaryTrigger::Threshold)
     }
 

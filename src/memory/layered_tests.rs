@@ -200,7 +200,13 @@ fn a_custom_date_format_reaches_segment_spans_and_recall_headings() {
     let turn = memory
         .layers()
         .say("Where is the reactor key?", Now::new(16.0 * 86_400.0, moon));
-    let system = &turn.messages[0].content;
+    // The summaries open the prompt; the recalled lines come before the newest line.
+    let system: String = turn
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| &*m.content)
+        .collect();
     assert!(system.contains("[moon-day 0]"), "recall heading: {system}");
     assert!(
         system.contains("(moon-day 0 to moon-day 3)"),
@@ -331,4 +337,183 @@ fn only_recalled_lines_the_prompt_sends_count_as_recalled() {
         let expected = u32::from(sent.contains(&index));
         assert_eq!(recall.access_count(index), expected, "message {index}");
     }
+}
+
+/// Answers a summary job and every job that follows from it with the offline
+/// backend.
+fn summarize_all(layers: &mut LayersMut<'_>, mut job: Option<SummaryJob>) {
+    let backend = OfflineBackend::default();
+    while let Some(current) = job {
+        let answer = backend.summarize(&current.input);
+        job = match layers.finish_summary(current.id, Ok(&answer), std::time::Duration::ZERO) {
+            SummaryOutcome::Updated(update) => update.next,
+            SummaryOutcome::Retry(retry) => Some(retry),
+            SummaryOutcome::Degraded(_) | SummaryOutcome::Stale => None,
+        };
+    }
+}
+
+/// Follow-up lines: within a conversation each layered prompt is the whole of the
+/// last one with what came since appended, so a provider's cache and the local
+/// model's KV cache reuse all of it; a prompt is built afresh, within the budget,
+/// only when appending would pass the budget plus its growth, or after a pause.
+#[test]
+fn within_a_conversation_each_layered_prompt_extends_the_whole_last_one() {
+    let mut config = MemoryConfig::with_window(20);
+    config.features = MemoryFeatures::layered(600);
+    // A larger share than the default, so a follow-up's own finds show at this size.
+    config.features.budget.follow_ups.recall = 0.3;
+    let cap = config.features.budget.follow_up_cap().unwrap();
+    assert_eq!(cap, 900);
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut previous: Option<Vec<PromptMessage>> = None;
+    let (mut extended, mut fresh, mut found_for_a_follow_up) = (0, 0, 0);
+    // The most old lines one follow-up recalled for its own line.
+    let mut most_recalled = 0;
+    let mut recalled_before = 0;
+    for turn in 0..80u32 {
+        let mut layers = memory.layers();
+        let t = f64::from(turn) * 30.0;
+        let line = format!(
+            "Report {turn}: the {} valve in bay {} is stuck again.",
+            ["red", "blue", "green"][turn as usize % 3],
+            turn % 7
+        );
+        let said = layers.say(line.as_str(), t);
+        let messages = said.messages.clone();
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        assert_eq!(prompt.messages, messages);
+        assert_eq!(
+            messages.last().unwrap().content.as_ref(),
+            line,
+            "the line comes last"
+        );
+        assert!(
+            prompt.tokens <= cap,
+            "turn {turn}: {} tokens",
+            prompt.tokens
+        );
+        match &previous {
+            Some(before) if messages.starts_with(before) => {
+                extended += 1;
+                let added = &messages[before.len()..];
+                assert_eq!(added[0].role, Role::Assistant, "the reply comes first");
+                if added.len() == 3 {
+                    assert_eq!(added[1].role, Role::System);
+                    assert!(added[1].content.contains("Recalled word for word"));
+                    found_for_a_follow_up += 1;
+                }
+                most_recalled = most_recalled.max(prompt.recalled.len() - recalled_before);
+            }
+            _ => {
+                fresh += 1;
+                assert!(prompt.tokens <= 600, "a fresh prompt keeps to the budget");
+            }
+        }
+        summarize_all(&mut layers, said.summary);
+        let replied = layers.reply(format!("Logged report {turn}."), t + 1.0);
+        summarize_all(&mut layers, replied.summary);
+        previous = Some(messages);
+        recalled_before = prompt.recalled.len();
+    }
+    assert!(extended >= 60, "{extended} of 80 prompts extended the last");
+    assert!(fresh >= 3, "outgrowing the cap builds afresh: {fresh}");
+    assert!(found_for_a_follow_up >= 10, "{found_for_a_follow_up}");
+    assert!(
+        memory.context.history().len() >= 2,
+        "folds went on meanwhile"
+    );
+
+    // After a pause the line is the first of a new conversation: it recalls as
+    // much as a fresh prompt would, appended if that fits, afresh if not.
+    let mut layers = memory.layers();
+    layers.reply("Anything else?", 80.0 * 30.0);
+    let before = layers.context().last_prompt().unwrap().clone();
+    layers.say("Which valve was stuck in bay 3?", 80.0 * 30.0 + 301.0);
+    let after = layers.context().last_prompt().unwrap().clone();
+    let recalled_now = if after.follow_up {
+        after.recalled.len() - before.recalled.len()
+    } else {
+        after.recalled.len()
+    };
+    assert!(
+        recalled_now > most_recalled,
+        "{recalled_now} lines after a pause, at most {most_recalled} for a follow-up"
+    );
+}
+
+/// A layered prompt sends a short log as it is: the persona and every message,
+/// with no summary requested, until the log outgrows the budget.
+#[test]
+fn a_log_that_fits_the_budget_is_sent_whole_and_folds_wait() {
+    let mut config = MemoryConfig::with_window(4);
+    config.hard_cap = Some(100);
+    config.features = MemoryFeatures::layered(400);
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut turn = 0u32;
+    loop {
+        let mut layers = memory.layers();
+        let t = f64::from(turn) * 30.0;
+        let said = layers.say(format!("Line {turn} about the pumps."), t);
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        if layers.context().history().is_empty() && said.summary.is_none() {
+            let log = layers.log().messages();
+            // One system message, then the whole log word for word.
+            assert_eq!(said.messages.len(), 1 + log.len(), "turn {turn}");
+            for (sent, message) in said.messages[1..].iter().zip(log) {
+                assert_eq!(sent.content, message.content);
+            }
+            assert!(prompt.tokens <= 400);
+        } else {
+            // The fold came only once the log no longer fit.
+            assert!(prompt.tokens > 300 || said.summary.is_some(), "turn {turn}");
+            assert!(turn >= 4, "the first fold waited past the threshold");
+            break;
+        }
+        let replied = layers.reply(format!("Pumps logged, {turn}."), t + 1.0);
+        assert!(replied.summary.is_none(), "turn {turn}: the log still fits");
+        turn += 1;
+        assert!(turn < 100);
+    }
+}
+
+/// A pinned fact that changes mid-conversation is appended before the next line,
+/// under a heading that says it replaces the facts above, so the prompt still
+/// extends the last one; the next fresh prompt has it in the system message.
+#[test]
+fn a_fact_changed_mid_conversation_is_appended_not_rebuilt() {
+    let mut config = MemoryConfig::with_window(20);
+    config.features = MemoryFeatures::layered(2000);
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layers = memory.layers();
+    let first = layers.say("The hatch is jammed.", 1.0).messages;
+    layers.reply("Logged.", 2.0);
+    layers
+        .set_fact(FactKey::CURRENT_GOAL, "open the hatch", vec![0])
+        .unwrap();
+    let second = layers.say("Can you help?", 3.0).messages;
+    assert!(second.starts_with(&first), "the last prompt is kept whole");
+    let added = &second[first.len()..];
+    assert_eq!(added.len(), 3, "{added:?}");
+    assert_eq!(added[1].role, Role::System);
+    assert!(added[1].content.starts_with("[Pinned facts have changed"));
+    assert!(added[1].content.contains("open the hatch"));
+    assert!(layers.context().last_prompt().unwrap().follow_up);
+
+    // Unchanged since, the facts are not appended again.
+    layers.reply("On my way.", 4.0);
+    let third = layers.say("Thanks.", 5.0).messages;
+    assert!(third.starts_with(&second));
+    assert!(
+        !third[second.len()..]
+            .iter()
+            .any(|m| m.content.contains("have changed"))
+    );
+
+    // After a load the next prompt is fresh, with the fact in its system message.
+    let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
+    let mut loaded = parts.into_memory().unwrap();
+    let fresh = loaded.layers().say("Still there?", 400.0).messages;
+    assert!(fresh[0].content.contains("open the hatch"));
+    assert!(!loaded.context.last_prompt().unwrap().follow_up);
 }

@@ -60,7 +60,9 @@ pub use action::{
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use calendar::Calendar;
 pub use clock::{DateFormat, Now};
-pub use config::{MemoryConfig, MemoryFeatures, PromptBudget, SectionShares, SharingPolicy};
+pub use config::{
+    FollowUps, MemoryConfig, MemoryFeatures, PromptBudget, SectionShares, SharingPolicy, ShortLogs,
+};
 pub use context::{
     ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SummaryJobId, SummaryKind, SummaryRecord,
     SummaryTrigger,
@@ -96,10 +98,12 @@ pub use speaker::{MAX_SPEAKER_ID_CHARS, MAX_SPEAKER_NAME_CHARS, SpeakerError, Sp
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
 pub use tokens::{estimate_prompt_tokens, estimate_tokens};
 pub use validation::{
-    MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_RECALL_MESSAGES, MAX_SEGMENT_LEVEL,
-    MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
+    MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_FOLLOW_UP_GROWTH, MAX_RECALL_MESSAGES,
+    MAX_SEGMENT_LEVEL, MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
 };
 pub use window::RollingWindow;
 
 pub(crate) use assembly::player_label_if_mixed;
+#[cfg(test)]
+pub(crate) use facts::parse_summary_reply;
 pub(crate) use text::{CaselessPrefix, first_chars, shorten_to_chars};

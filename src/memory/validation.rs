@@ -21,6 +21,9 @@ pub const MAX_SUMMARY_CHARS_LIMIT: usize = 1_000_000;
 /// The deepest compaction level of a summary segment. Each level merges at least two
 /// segments of the level below, so even four billion messages stay far below it.
 pub const MAX_SEGMENT_LEVEL: u8 = 64;
+/// The most a follow-up prompt may grow past its budget, as a share of it
+/// ([`FollowUps::growth`](super::FollowUps::growth)).
+pub const MAX_FOLLOW_UP_GROWTH: f32 = 8.0;
 /// Most messages recall may fetch or look back at, and the widest passage.
 pub const MAX_RECALL_MESSAGES: usize = 10_000;
 /// Most pinned facts, history entries per key, or updates per summary a memory
@@ -230,6 +233,24 @@ impl MemoryConfig {
                 value,
                 0.0..=1.0,
             )?;
+        }
+        let follow_ups = &budget.follow_ups;
+        weight(
+            "config.features.budget.follow_ups.growth",
+            follow_ups.growth,
+            0.0..=MAX_FOLLOW_UP_GROWTH,
+        )?;
+        weight(
+            "config.features.budget.follow_ups.recall",
+            follow_ups.recall,
+            0.0..=1.0,
+        )?;
+        let pause = follow_ups.pause_secs;
+        if !(pause.is_finite() && pause >= 0.0) {
+            return Err(invalid(
+                "config.features.budget.follow_ups.pause_secs",
+                format!("is {pause}, not a finite number of seconds from 0"),
+            ));
         }
         Ok(())
     }

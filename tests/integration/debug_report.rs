@@ -132,8 +132,8 @@ fn the_report_shows_facts_segments_and_what_was_recalled_and_why() {
             SectionKind::Persona,
             SectionKind::PinnedFacts,
             SectionKind::Summaries,
-            SectionKind::Recalled,
-            SectionKind::Window
+            SectionKind::Window,
+            SectionKind::Recalled
         ]
     );
     let hatch = report

@@ -61,7 +61,7 @@ fn layered(replies: usize) -> (NpcMemoryPlugin, ScriptedBackend) {
     }
     let plugin = seed_sized(backend.clone())
         .with_summary_backend(OfflineBackend::default())
-        .with_features(MemoryFeatures::layered(1500));
+        .with_features(crate::support::layered_from_the_start(1500));
     (plugin, backend)
 }
 
@@ -344,13 +344,13 @@ fn a_game_calendar_drives_the_stamps_and_writes_the_prompt_dates() {
         "no stamp before the newest"
     );
 
-    let prompt = backend
-        .requests_for(Purpose::Reply)
-        .last()
-        .expect("the question was sent")
-        .messages[0]
-        .content
-        .to_string();
+    let prompt = crate::support::system_text(
+        &backend
+            .requests_for(Purpose::Reply)
+            .last()
+            .expect("the question was sent")
+            .messages,
+    );
     assert!(
         prompt.contains("[Frost Moon day 41]"),
         "the recalled line is dated by the game's calendar: {prompt}"

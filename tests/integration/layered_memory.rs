@@ -2,7 +2,7 @@
 //! old messages, pinned facts from strict JSON, the game's word over the model's,
 //! quoting of hostile lines, and saves of all of it.
 
-use crate::support::{Harness, persona, seed_sized, temp_dir};
+use crate::support::{Harness, persona, seed_sized, system_text, temp_dir};
 use bevy_npc_memory::memory::{
     Degradation, FactChangeKind, FactSource, FactStatus, MemoryParts, RecallReason, SectionKind,
 };
@@ -27,7 +27,7 @@ fn system_prompt(h: &Harness, npc: &str) -> String {
 fn offline_echo7_within(budget: usize) -> Harness {
     let plugin = NpcMemoryPlugin::default()
         .with_backend(OfflineBackend::default())
-        .with_features(MemoryFeatures::layered(budget));
+        .with_features(crate::support::layered_from_the_start(budget));
     let mut h = Harness::new(plugin);
     h.wait_secs = 120;
     h.spawn("echo7", persona("ECHO-7"));
@@ -86,7 +86,7 @@ fn recall_brings_back_turn_three_after_five_hundred_turns() {
         panic!("turn 3 was recalled for its own words, not as a neighbour: {why:?}");
     };
     assert!(terms.iter().any(|t| t.contains("sister")), "{terms:?}");
-    assert!(prompt.messages[0].content.contains("north shelter"));
+    assert!(system_text(&prompt.messages).contains("north shelter"));
     assert!(prompt.tokens <= 2000, "{} tokens", prompt.tokens);
     assert!(
         prompt.messages.len() < 40,
@@ -252,7 +252,7 @@ fn hostile_lines_stay_quoted_data_in_facts_and_recall() {
         backend.push_reply("Noted.");
         backend.push_summary(r#"{"summary": "Small talk.", "facts": []}"#);
     }
-    let mut features = MemoryFeatures::layered(4000);
+    let mut features = crate::support::layered_from_the_start(4000);
     features.segments.enabled = false;
     let mut h = Harness::new(seed_sized(backend).with_features(features));
     h.spawn("echo7", persona("ECHO-7"));
@@ -268,7 +268,7 @@ fn hostile_lines_stay_quoted_data_in_facts_and_recall() {
     }
     let memory = context(&h, "echo7");
     let prompt = memory.last_prompt().unwrap();
-    let system = &prompt.messages[0].content;
+    let system = &system_text(&prompt.messages);
     assert!(
         prompt.recalled.iter().any(|r| r.index == 0),
         "the hostile line is recalled: {system}"
@@ -327,7 +327,7 @@ fn a_line_the_player_keeps_repeating_is_recalled_once_and_logged_every_time() {
     }
     let memory = context(&h, "echo7");
     let prompt = memory.last_prompt().expect("assembled");
-    let system = &prompt.messages[0].content;
+    let system = &system_text(&prompt.messages);
     let hatch_lines: Vec<&str> = system
         .lines()
         .filter(|l| l.starts_with(r#"- "Player": "#) && l.to_lowercase().contains("red hatch"))
@@ -418,7 +418,7 @@ fn recall_works_for_chinese_without_spaces() {
     }
     let plugin = NpcMemoryPlugin::default()
         .with_backend(backend)
-        .with_features(MemoryFeatures::layered(1500));
+        .with_features(crate::support::layered_from_the_start(1500));
     let mut h = Harness::new(plugin);
     h.wait_secs = 60;
     h.spawn(
@@ -444,7 +444,7 @@ fn recall_works_for_chinese_without_spaces() {
         "the sister line is recalled: {:?}",
         prompt.recalled
     );
-    let system = &prompt.messages[0].content;
+    let system = &system_text(&prompt.messages);
     assert!(system.contains("[回忆的原话"), "{system}");
     assert!(system.contains("北方的避难所"));
 }

@@ -29,7 +29,7 @@ fn bunker(backend: &ScriptedBackend) -> Harness {
     h
 }
 
-/// Says `line` to `npc` and returns the system prompt its reply request carried.
+/// Says `line` to `npc` and returns the system messages its reply request carried.
 fn ask(h: &mut Harness, backend: &ScriptedBackend, npc: &str, line: &str) -> String {
     backend.push_reply("Noted.");
     h.say(npc, line);
@@ -38,7 +38,7 @@ fn ask(h: &mut Harness, backend: &ScriptedBackend, npc: &str, line: &str) -> Str
     let request = requests.last().expect("a reply request");
     assert_eq!(request.npc, NpcId::new(npc));
     assert_eq!(&*request.messages.last().unwrap().content, line);
-    request.messages[0].content.to_string()
+    crate::support::system_text(&request.messages)
 }
 
 /// Every message of every reply request sent for `npc`, joined.

@@ -67,3 +67,95 @@ fn llama_cpp_timings_count_as_cached_tokens() {
     let usage = response.usage.expect("usage");
     assert_eq!((usage.prompt_tokens, usage.cached_tokens), (640, Some(621)));
 }
+
+/// The request bodies of reply prompts the server received, as JSON message lists.
+fn reply_prompts(server: &FakeLlm) -> Vec<Vec<serde_json::Value>> {
+    server
+        .received()
+        .iter()
+        .map(|r| r.json())
+        .filter(|body| body["model"] == "fake-model")
+        .map(|body| body["messages"].as_array().expect("messages").clone())
+        .collect()
+}
+
+/// Follow-up lines, as a server sees them: within a conversation each reply
+/// prompt starts with the whole of the one before it, so a provider's cache holds
+/// it; a prompt that would outgrow the budget plus its growth is built afresh, and
+/// so is the first after a load or a clear (what the server cached may be gone,
+/// and the memory it described is).
+#[test]
+fn a_conversations_lines_extend_the_prompt_the_server_saw_last() {
+    let server = FakeLlm::start();
+    server.set_fallback(FakeReply::ok(completion(
+        "Noted: that reading is in the log for the next shift.",
+    )));
+    let mut config = OpenAiConfig::custom("fake", server.base_url(), "fake-model")
+        .with_summary_model("fake-summarizer");
+    config.stream = false;
+    let backend = OpenAiBackend::new(config).unwrap();
+    // The fake server answers summaries in plain text, which facts would refuse.
+    let mut features = MemoryFeatures::layered(250);
+    features.facts.enabled = false;
+    let plugin = NpcMemoryPlugin::default()
+        .with_backend(backend)
+        .with_features(features);
+    let mut h = crate::support::Harness::new(plugin);
+    h.spawn("echo7", crate::support::persona("ECHO-7"));
+    let mut said = 0;
+    let mut say = |h: &mut crate::support::Harness| {
+        h.say(
+            "echo7",
+            &format!(
+                "Reading {said}: valve {} in bay {said} shows {} bar.",
+                said % 3,
+                said * 7
+            ),
+        );
+        said += 1;
+        h.wait_for_replies(said);
+    };
+    for _ in 0..16 {
+        say(&mut h);
+    }
+    let prompts = reply_prompts(&server);
+    assert_eq!(prompts.len(), 16);
+    let extends = |i: usize| prompts[i].starts_with(&prompts[i - 1]);
+    let extended = (1..16).filter(|&i| extends(i)).count();
+    assert!(extended >= 10, "{extended} of 15 prompts extended the last");
+    assert!(extended < 15, "a prompt outgrowing its cap is built afresh");
+    assert!(h.report("echo7").prompt_follow_up);
+
+    let path = crate::support::temp_dir("follow-ups").join("slot.json");
+    h.save_to(&path);
+    h.load_ok(&path);
+    say(&mut h);
+    let prompts = reply_prompts(&server);
+    assert!(
+        !prompts[16].starts_with(&prompts[15]),
+        "a load starts afresh"
+    );
+    assert!(!h.report("echo7").prompt_follow_up);
+    say(&mut h);
+    let prompts = reply_prompts(&server);
+    assert!(
+        prompts[17].starts_with(&prompts[16]),
+        "then the conversation goes on"
+    );
+
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
+    h.app.update();
+    say(&mut h);
+    let prompts = reply_prompts(&server);
+    assert!(
+        !prompts[18].starts_with(&prompts[17]),
+        "a clear starts afresh"
+    );
+    assert_eq!(
+        prompts[18].len(),
+        2,
+        "the persona and the line: nothing remembered"
+    );
+}

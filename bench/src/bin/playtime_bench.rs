@@ -5,12 +5,13 @@
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- \
 //!     --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--data PATH] \
-//!     [--hit-price P] [--json]
+//!     [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS] [--json]
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- --sweep [--json]
 //! ```
 //!
 //! `--hit-price` is what a cached prompt token costs as a share of one not cached
-//! (default 0.1). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
+//! (default 0.1). `--follow-ups` sets the layered strategies' `FollowUps` (default
+//! `0.5,0.1,300`; growth 0 builds every prompt afresh). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
 //! if more) and prints, at hours 1, 5 and 10, full history against layered@2000 in
 //! prompt tokens and in miss-equivalent tokens as each provider bills them.
 //!
@@ -18,11 +19,12 @@
 
 use std::path::PathBuf;
 
+use bevy_npc_memory::memory::FollowUps;
 use bevy_npc_memory_bench::cli::{Flags, parse_number};
 use bevy_npc_memory_bench::playtime::{Settings, Strategy, run};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--sweep] [--json]";
+const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS] [--sweep] [--json]";
 
 /// The NPC counts and hours `--sweep` reports.
 const SWEEP_NPCS: [usize; 4] = [1, 5, 50, 100];
@@ -74,6 +76,14 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| {
                         format!("--hit-price needs a number from 0 to 1, got {text:?}")
                     })?;
+            }
+            "--follow-ups" => {
+                let text = flags.value(&flag)?;
+                settings.follow_ups = parse_follow_ups(&text).ok_or_else(|| {
+                    format!(
+                        "--follow-ups needs GROWTH,RECALL,PAUSE_SECS (numbers from 0), got {text:?}"
+                    )
+                })?;
             }
             "--data" => args.data = flags.value(&flag)?.into(),
             "--json" => args.json = true,
@@ -165,7 +175,7 @@ fn sweep(args: &Args) -> Result<Vec<Value>, String> {
 
 fn print_sweep(reports: &[Value]) {
     println!(
-        "| NPCs | hour | full tokens/hour | layered@2000 | ratio | miss-equivalent, full / layered@2000 (ideal, openai, deepseek; cache kept) | same, 5-min TTL (deepseek) | layered@2000 cacheable share of reply prompts (whole run) |"
+        "| NPCs | hour | full tokens/hour | layered@2000 | ratio | miss-equivalent, full / layered@2000 (ideal, openai, deepseek; cache kept) | same, 5-min TTL (deepseek) | layered@2000 cacheable share of reply prompts, mean / of their tokens (whole run) |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for report in reports {
@@ -190,7 +200,7 @@ fn print_sweep(reports: &[Value]) {
                 })
                 .collect();
             println!(
-                "| {npcs} | {hour} | {} | {} | {:.2} | {} | {:.2} | {:.3} |",
+                "| {npcs} | {hour} | {} | {} | {:.2} | {} | {:.2} | {:.3} / {:.3} |",
                 number(&json!(at(full, "tokens_per_hour"))),
                 number(&json!(at(layered, "tokens_per_hour"))),
                 ratio(at(full, "tokens_per_hour"), at(layered, "tokens_per_hour")),
@@ -202,6 +212,7 @@ fn print_sweep(reports: &[Value]) {
                 layered["cache_prefix_share"]["replies"]
                     .as_f64()
                     .unwrap_or(0.0),
+                layered["cached_reply_token_share"].as_f64().unwrap_or(0.0),
             );
         }
     }
@@ -240,4 +251,25 @@ fn main() -> std::process::ExitCode {
         }
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// `GROWTH,RECALL,PAUSE_SECS` as [`FollowUps`], each a finite number from 0.
+fn parse_follow_ups(text: &str) -> Option<FollowUps> {
+    let numbers: Vec<f64> = text
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= 0.0)
+        })
+        .collect::<Option<_>>()?;
+    let [growth, recall, pause_secs] = numbers[..] else {
+        return None;
+    };
+    Some(FollowUps {
+        growth: growth as f32,
+        recall: recall as f32,
+        pause_secs,
+    })
 }

@@ -115,10 +115,22 @@ mod tests {
         assert!(section.left_out > 0);
         let sent: Vec<&str> = prompt.lore.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(sent[0], "e0", "the best first");
+        // Found for this line, so it comes last, right before the line itself.
+        let kinds: Vec<SectionKind> = prompt.sections.iter().map(|s| s.kind).collect();
         assert_eq!(
-            prompt.sections[2].kind,
-            SectionKind::Lore,
-            "after the facts"
+            kinds,
+            [
+                SectionKind::Persona,
+                SectionKind::PinnedFacts,
+                SectionKind::Summaries,
+                SectionKind::Window,
+                SectionKind::Lore,
+                SectionKind::Recalled
+            ]
         );
+        let n = prompt.messages.len();
+        assert!(prompt.messages[n - 2].content.contains("0: a fairly long"));
+        assert_eq!(prompt.messages[n - 1].content.as_ref(), "pipes?");
+        assert!(!prompt.messages[0].content.contains("pipes, valves"));
     }
 }

@@ -67,6 +67,7 @@ fn recall_only(
         budget: &PromptBudget::default(),
         dates: &DateFormat::default(),
         compact_recall,
+        cacheable: false,
     })
 }
 
@@ -94,6 +95,7 @@ fn without_a_budget_every_section_is_sent_in_order() {
         budget: &PromptBudget::default(),
         dates: &DateFormat::default(),
         compact_recall: false,
+        cacheable: false,
     });
     let system = &prompt.messages[0].content;
     let order = [
@@ -149,6 +151,7 @@ fn a_tight_budget_trims_flexible_sections_but_never_persona_facts_or_uncovered_l
         budget: &budget,
         dates: &DateFormat::default(),
         compact_recall: false,
+        cacheable: false,
     });
     let system = &prompt.messages[0].content;
     assert!(system.starts_with("You are ECHO-7."));
@@ -201,6 +204,7 @@ fn an_impossible_budget_is_reported_not_enforced_on_required_sections() {
         budget: &budget,
         dates: &DateFormat::default(),
         compact_recall: false,
+        cacheable: false,
     });
     assert!(prompt.over_budget());
     assert_eq!(
@@ -233,6 +237,7 @@ fn hostile_player_lines_stay_quoted_data_inside_the_system_message() {
         budget: &PromptBudget::default(),
         dates: &DateFormat::default(),
         compact_recall: false,
+        cacheable: false,
     });
     let system = &prompt.messages[0].content;
     for line in system.lines().skip(1) {

@@ -62,9 +62,9 @@ impl LayersMut<'_> {
         if !self.log.get(index).is_some_and(is_line_to_npc) {
             return false;
         }
-        self.log.set_origin(index, Origin::SaidPrivately);
+        self.set_origin(index, Origin::SaidPrivately);
         for reply in self.replies_to(index) {
-            self.log.set_origin(reply, Origin::SaidPrivately);
+            self.set_origin(reply, Origin::SaidPrivately);
         }
         true
     }
@@ -238,7 +238,7 @@ impl LayersMut<'_> {
             })
             .collect();
         for (index, origin) in &stale {
-            self.log.set_origin(*index, origin.clone());
+            self.set_origin(*index, origin.clone());
         }
         stale.len()
     }

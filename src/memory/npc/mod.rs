@@ -15,11 +15,13 @@ pub use actions::{Acted, ActionRecord};
 pub use fact_gossip::ToldFact;
 pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
 use super::assembly::{
-    AssembledPrompt, AssemblyInput, assemble, basic_prompt, player_label_if_mixed,
+    AssembledPrompt, AssemblyInput, Next, SummarySource, assemble, basic_prompt,
+    player_label_if_mixed,
 };
 use super::clock::{DateFormat, Now, stamp};
 use super::config::MemoryConfig;
@@ -304,16 +306,48 @@ impl LayersMut<'_> {
     pub fn assemble_with(&mut self, knowledge: &SharedKnowledge) -> Arc<AssembledPrompt> {
         let window = self.window.start()..self.log.next_index();
         let recalled = self.recall_for_reply(window);
-        let prompt = Arc::new(build_prompt(
-            self.log,
-            self.window,
-            self.context,
-            recalled,
-            &knowledge.lore,
-        ));
-        // Only what the prompt sends was recalled; what the budget left out was not.
-        let sent = prompt.recalled.iter().map(|r| r.index);
-        self.context.recall.count_access(sent);
+        let context = &*self.context;
+        let next = Next {
+            log: self.log,
+            persona: &context.persona,
+            facts: context.facts_section(self.log.speakers()),
+            labels: player_label_if_mixed(self.log, &context.persona),
+            dates: &context.dates,
+            features: &context.features,
+            recalled: &recalled,
+            lore: &knowledge.lore,
+        };
+        let (prompt, fresh) = match context.conversation.extend(&next) {
+            Some(prompt) => (Arc::new(prompt), false),
+            None => {
+                let prompt = build_prompt(
+                    self.log,
+                    self.window,
+                    context,
+                    recalled.clone(),
+                    &knowledge.lore,
+                );
+                (Arc::new(prompt), true)
+            }
+        };
+        let mut conversation = context.conversation.clone();
+        conversation.remember(prompt.clone(), &next);
+        // Only what the prompt sends was recalled; what the budget left out was not,
+        // and what an earlier line of the conversation recalled counted then.
+        let sent: Vec<LogIndex> = prompt.recalled.iter().map(|r| r.index).collect();
+        let counted: HashSet<LogIndex> = if fresh {
+            HashSet::new()
+        } else {
+            context
+                .last_prompt
+                .iter()
+                .flat_map(|p| p.recalled.iter().map(|r| r.index))
+                .collect()
+        };
+        self.context.conversation = conversation;
+        self.context
+            .recall
+            .count_access(sent.into_iter().filter(|i| !counted.contains(i)));
         self.context.last_prompt = Some(prompt.clone());
         prompt
     }
@@ -519,6 +553,13 @@ impl LayersMut<'_> {
         self.window.reset(0);
     }
 
+    /// Changes where a logged entry came from. Prompts already sent hold the entry
+    /// as it was, so the next prompt is built afresh rather than extending them.
+    pub(super) fn set_origin(&mut self, index: LogIndex, origin: Origin) -> bool {
+        self.context.conversation = Default::default();
+        self.log.set_origin(index, origin)
+    }
+
     pub(super) fn trim(&mut self) -> Option<Degradation> {
         let dropped = self.window.trim(self.log, self.context.covered_until)?;
         let degradation = Degradation::WindowOverflow { dropped };
@@ -570,7 +611,9 @@ pub fn preview_prompt(
     build_prompt(log, window, context, Vec::new(), &[])
 }
 
-/// The one place a reply prompt is built from the layers.
+/// The one place a fresh reply prompt is built from the layers. While the whole
+/// log fits a layered prompt's budget, the log is sent as it is, without summaries
+/// or recalled lines.
 fn build_prompt(
     log: &ChatLog,
     window: &RollingWindow,
@@ -578,17 +621,32 @@ fn build_prompt(
     recalled: Vec<super::log::recall::RecallHit>,
     lore: &[LoreHit],
 ) -> AssembledPrompt {
+    let facts = context.facts_section(log.speakers());
+    let whole = context.sends_whole_log(log, facts.as_deref());
+    let (summaries, recalled, start, covered_until) = if whole {
+        (SummarySource::Rolling(""), Vec::new(), 0, 0)
+    } else {
+        (
+            context.summary_source(),
+            recalled,
+            window.start(),
+            context.covered_until,
+        )
+    };
     assemble(AssemblyInput {
         persona: &context.persona,
         lore,
-        facts: context.facts_section(log.speakers()),
-        summaries: context.summary_source(),
+        facts,
+        summaries,
         recalled,
         log,
-        window: window.start()..log.next_index(),
-        covered_until: context.covered_until,
+        window: start..log.next_index(),
+        covered_until,
         budget: &context.features.budget,
         dates: &context.dates,
         compact_recall: context.features.recall.compact_lines,
+        // Layered memory lays its prompt out for caches; lore alone keeps basic
+        // mode's one system message.
+        cacheable: context.features.any(),
     })
 }

@@ -23,7 +23,11 @@ impl LayersMut<'_> {
 
     /// Starts a summary if one is due and none is in flight.
     pub fn start_summary(&mut self) -> Option<SummaryJob> {
-        let trigger = self.context.due(self.log.next_index())?;
+        let facts = self.context.facts_section(self.log.speakers());
+        let whole = self.context.sends_whole_log(self.log, facts.as_deref());
+        let trigger = self
+            .context
+            .due(self.log.next_index(), whole, self.window.hard_cap())?;
         let (kind, covered) = if trigger == SummaryTrigger::Compaction {
             let batch = self.context.features.segments.compact_batch;
             let positions = self.context.segments.compaction_candidates(batch)?;

@@ -10,7 +10,7 @@ pub mod logs;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
-use bevy_npc_memory::memory::PromptMessage;
+use bevy_npc_memory::memory::{PromptMessage, ShortLogs};
 use bevy_npc_memory::prelude::*;
 
 /// Messages of one type the plugin wrote, kept for assertions.
@@ -320,9 +320,22 @@ pub fn seed_sized(backend: impl ChatBackend) -> NpcMemoryPlugin {
         .with_summary_threshold(2)
 }
 
-/// The plugin sized as in the seed, with every feature beyond it on (budget 1500).
+/// Every layered feature within `budget` tokens, every prompt built afresh
+/// (no follow-ups) and layered even for a short log, with folds from the first
+/// lines ([`ShortLogs::Layered`]): what the tests of recall, facts and summaries
+/// on short scenes need. By default a log that fits the budget is sent whole,
+/// folds wait, and a conversation's lines extend its last prompt.
+pub fn layered_from_the_start(budget: usize) -> MemoryFeatures {
+    let mut features = MemoryFeatures::layered(budget);
+    features.budget.short_logs = ShortLogs::Layered;
+    features.budget.follow_ups.growth = 0.0;
+    features
+}
+
+/// The plugin sized as in the seed, with every feature beyond it on (budget 1500),
+/// layered from the first line.
 pub fn layered_plugin() -> NpcMemoryPlugin {
-    seed_sized(OfflineBackend::default()).with_features(MemoryFeatures::layered(1500))
+    seed_sized(OfflineBackend::default()).with_features(layered_from_the_start(1500))
 }
 
 /// The lines of a short layered scene: a name and a goal the offline backend pins
@@ -358,6 +371,18 @@ pub fn slow_model_settings() -> NpcMemorySettings {
         ..MemoryConfig::with_window(4)
     };
     settings
+}
+
+/// Every system message of a prompt, joined by blank lines: what it tells the
+/// model besides the conversation. Layered prompts carry what was found for the
+/// newest line (lore, recalled lines) in a system message of its own before it.
+pub fn system_text(messages: &[PromptMessage]) -> String {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| &*m.content)
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// A persona for tests that do not care about wording.

@@ -1,0 +1,293 @@
+//! Follow-up lines ([`FollowUps`]): the next prompt of a conversation is the last
+//! one with what came since appended, so a provider's prompt cache and a local
+//! model's KV cache hold all of the last prompt.
+//!
+//! What a follow-up appends, in order: the log messages after the last prompt's
+//! newest line (the NPC's reply, events, other speakers), then a system message
+//! with lore and old lines found for the newest line that the prompt does not hold
+//! yet, then the newest line. Nothing already sent is rewritten: a summary that
+//! arrived meanwhile waits for the next fresh prompt, and the lines it covers are
+//! still in this one word for word.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::{
+    AssembledPrompt, Fill, Headings, Item, RecalledMessage, SaidOnce, SectionKind, block,
+    message_tokens, recall_item, recalled_messages, sorted_by_index,
+};
+use crate::memory::clock::DateFormat;
+use crate::memory::config::MemoryFeatures;
+use crate::memory::log::ChatLog;
+use crate::memory::log::recall::RecallHit;
+use crate::memory::lore::LoreHit;
+use crate::memory::message::{LogIndex, PromptMessage, Role};
+use crate::memory::persona::PersonaPrompt;
+use crate::memory::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
+
+/// The last prompt of the conversation, and what it was built from. Derived from
+/// the memory, never saved: a load or a clear starts with a fresh prompt.
+#[derive(Clone, Debug)]
+pub(crate) struct Thread {
+    prompt: Arc<AssembledPrompt>,
+    persona: PersonaPrompt,
+    facts: Option<String>,
+    labels: Option<String>,
+    dates: DateFormat,
+    features: MemoryFeatures,
+    /// The log's next index when the prompt was built: what follows is new.
+    end: LogIndex,
+    /// Every log index the prompt holds, window and recalled lines alike.
+    sent: HashSet<LogIndex>,
+    /// Every lore entry the prompt holds, by id and text.
+    lore: HashSet<(String, Arc<str>)>,
+}
+
+/// The conversation's last prompt, if the next line may extend it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Conversation(Option<Arc<Thread>>);
+
+/// A cache is not memory: two contexts that remember the same are equal whatever
+/// prompt each sent last.
+impl PartialEq for Conversation {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// What the next prompt is built from.
+pub(crate) struct Next<'a> {
+    pub(crate) log: &'a ChatLog,
+    pub(crate) persona: &'a PersonaPrompt,
+    pub(crate) facts: Option<String>,
+    pub(crate) labels: Option<&'a str>,
+    pub(crate) dates: &'a DateFormat,
+    pub(crate) features: &'a MemoryFeatures,
+    /// Old lines found for the newest line, best first.
+    pub(crate) recalled: &'a [RecallHit],
+    /// Lore found for the newest line, best first.
+    pub(crate) lore: &'a [LoreHit],
+}
+
+impl Conversation {
+    /// The last prompt extended by what came since, or `None` when the next
+    /// prompt must be built afresh (see [`FollowUps`]).
+    pub(crate) fn extend(&self, next: &Next<'_>) -> Option<AssembledPrompt> {
+        let thread = self.0.as_deref()?;
+        let budget = &next.features.budget;
+        let cap = budget.follow_up_cap()?;
+        let max = budget.max_tokens?;
+        let same_inputs = thread.persona == *next.persona
+            && thread.labels.as_deref() == next.labels
+            && thread.dates.same_as(next.dates)
+            && thread.features == *next.features;
+        // Changed pinned facts are appended, as the summaries' are folded in at the
+        // next fresh prompt; facts that are gone cannot be, so they start afresh.
+        let facts_update = match (&thread.facts, &next.facts) {
+            (old, new) if old == new => None,
+            (_, Some(new)) if !new.is_empty() => Some(new.as_str()),
+            _ => return None,
+        };
+        if !same_inputs || next.log.next_index() <= thread.end {
+            return None;
+        }
+        let new = next.log.range(thread.end..next.log.next_index());
+        let (newest, between) = new.split_last()?;
+        if newest.role != Role::User {
+            return None;
+        }
+        let previous = between.last().or_else(|| next.log.get(thread.end - 1))?;
+        let paused = newest.timestamp - previous.timestamp > budget.follow_ups.pause_secs;
+
+        let mut messages = thread.prompt.messages.clone();
+        messages.extend(
+            between
+                .iter()
+                .map(|m| m.to_prompt_labelled(next.dates, next.labels)),
+        );
+        let newest = newest.to_prompt_labelled(next.dates, next.labels);
+        let mut tokens: usize = messages[thread.prompt.messages.len()..]
+            .iter()
+            .chain([&newest])
+            .map(estimate_message_tokens)
+            .sum::<usize>()
+            + thread.prompt.tokens;
+        let headings = Headings::for_language(
+            next.persona.style.language,
+            next.features.recall.compact_lines,
+        );
+        let facts_text = facts_update.map(|facts| format!("{}\n{facts}", headings.facts_update));
+        // What is found goes in one more message, which costs its overhead too.
+        tokens += facts_text.as_deref().map_or(0, estimate_tokens) + MESSAGE_OVERHEAD_TOKENS + 1;
+        let room = cap.checked_sub(tokens)?;
+
+        // After a pause the line is the first of a new conversation: it recalls as
+        // much as a fresh prompt would, or gets one when that does not fit.
+        let recall_share = if paused {
+            1.0
+        } else {
+            budget.follow_ups.recall
+        };
+        if paused && (room as f64) < max as f64 * f64::from(budget.shares.recall) / 2.0 {
+            return None;
+        }
+        let found = Found::pick(thread, next, max, recall_share, room);
+        let block: Vec<&str> = facts_text
+            .iter()
+            .chain(&found.text)
+            .map(String::as_str)
+            .collect();
+        if !block.is_empty() {
+            messages.push(PromptMessage::new(Role::System, block.join("\n\n")));
+        }
+        messages.push(newest);
+        let tokens = messages.iter().map(estimate_message_tokens).sum();
+        // Estimates of parts need not add up to the estimate of the whole; the cap
+        // holds for the whole.
+        if tokens > cap {
+            return None;
+        }
+
+        let mut prompt = (*thread.prompt).clone();
+        let appended: Vec<LogIndex> = new.iter().map(|m| m.index).collect();
+        for section in &mut prompt.sections {
+            match section.kind {
+                SectionKind::Window => {
+                    section.tokens += new
+                        .iter()
+                        .map(|m| message_tokens(m, next.labels))
+                        .sum::<usize>();
+                    section.included.extend(&appended);
+                }
+                SectionKind::Recalled => {
+                    section.tokens += found.recalled_tokens;
+                    section
+                        .included
+                        .extend(found.recalled.iter().map(|r| r.index));
+                }
+                SectionKind::Lore => section.tokens += found.lore_tokens,
+                SectionKind::PinnedFacts => {
+                    section.tokens += facts_text.as_deref().map_or(0, estimate_tokens);
+                }
+                _ => {}
+            }
+        }
+        prompt.recalled.extend(found.recalled);
+        prompt.recalled.sort_by_key(|r| r.index);
+        prompt.lore.extend(found.lore);
+        prompt.messages = messages;
+        prompt.tokens = tokens;
+        prompt.budget = Some(cap);
+        prompt.follow_up = true;
+        Some(prompt)
+    }
+
+    /// Remembers `prompt`, built from `next`, as the one the next line extends.
+    pub(crate) fn remember(&mut self, prompt: Arc<AssembledPrompt>, next: &Next<'_>) {
+        if next.features.budget.follow_up_cap().is_none() {
+            self.0 = None;
+            return;
+        }
+        let sent = prompt.log_indices().collect();
+        let lore = prompt
+            .lore
+            .iter()
+            .map(|hit| (hit.id.clone(), hit.text.clone()))
+            .collect();
+        self.0 = Some(Arc::new(Thread {
+            prompt,
+            persona: next.persona.clone(),
+            facts: next.facts.clone(),
+            labels: next.labels.map(str::to_owned),
+            dates: next.dates.clone(),
+            features: next.features.clone(),
+            end: next.log.next_index(),
+            sent,
+            lore,
+        }));
+    }
+}
+
+/// What a follow-up line found that the prompt does not hold yet.
+#[derive(Default)]
+struct Found {
+    /// The system message before the newest line, if anything was found.
+    text: Option<String>,
+    recalled: Vec<RecalledMessage>,
+    recalled_tokens: usize,
+    lore: Vec<LoreHit>,
+    lore_tokens: usize,
+}
+
+impl Found {
+    /// The best new lore within its share of `max`, and the best new old lines
+    /// within `share` of theirs; together never past `room`.
+    fn pick(thread: &Thread, next: &Next<'_>, max: usize, share: f32, room: usize) -> Self {
+        let budget = &next.features.budget;
+        let share = |section: f32| (max as f64 * f64::from(share * section.max(0.0))) as usize;
+        let headings = Headings::for_language(
+            next.persona.style.language,
+            next.features.recall.compact_lines,
+        );
+
+        let new_lore: Vec<LoreHit> = next
+            .lore
+            .iter()
+            .filter(|hit| !thread.lore.contains(&(hit.id.clone(), hit.text.clone())))
+            .cloned()
+            .collect();
+        let lore_items = super::lore::items(&new_lore);
+        let lore_header = estimate_tokens(headings.lore) + 1;
+        // Lore is what the world says about this very line: a follow-up finds it
+        // with the whole of its share, as a fresh prompt would.
+        let lore_limit = ((max as f64 * f64::from(budget.shares.lore.max(0.0))) as usize).min(room);
+        let sent_lore = super::lore::pick(&lore_items, lore_limit, lore_header);
+        let lore_tokens = super::lore::tokens(&sent_lore, lore_header);
+
+        let mut said = SaidOnce::default();
+        let recall_items: Vec<Item> = next
+            .recalled
+            .iter()
+            .filter(|hit| !thread.sent.contains(&hit.index))
+            .filter_map(|hit| next.log.get(hit.index))
+            .filter(|message| said.is_new(message))
+            .map(|message| {
+                recall_item(
+                    message,
+                    next.persona,
+                    next.dates,
+                    next.features.recall.compact_lines,
+                )
+            })
+            .collect();
+        let recall_header = estimate_tokens(headings.recalled) + 1;
+        let recall_limit = share(budget.shares.recall)
+            .min(room.saturating_sub(lore_tokens))
+            .saturating_sub(recall_header);
+        let mut fill = Fill::default();
+        fill.take(&recall_items, recall_limit);
+        let sent_recall = sorted_by_index(&recall_items[..fill.taken]);
+        let recalled_tokens = if sent_recall.is_empty() {
+            0
+        } else {
+            fill.used + recall_header
+        };
+
+        let blocks: Vec<String> = [
+            block(headings.lore, &sent_lore),
+            block(headings.recalled, &sent_recall),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let recalled = recalled_messages(&sent_recall, next.recalled);
+        let lore = super::lore::sent(&new_lore, &sent_lore);
+        Self {
+            text: (!blocks.is_empty()).then(|| blocks.join("\n\n")),
+            recalled,
+            recalled_tokens,
+            lore,
+            lore_tokens,
+        }
+    }
+}
