@@ -341,13 +341,13 @@ fn encode_record(old: &SaveGame, new: &SaveGame) -> Result<Option<Vec<u8>>, Save
 }
 
 /// Applies one record to `save` in place. On an error part of it may have been
-/// applied: [`replay`] then starts again from the snapshot. With `touched`, the
-/// NPCs it changes are listed there for one check at the end instead of checked
+/// applied: [`replay`] then starts again from the snapshot. The NPCs it changes
+/// are listed in `touched`, for one check once the records are in instead of one
 /// after every record (which would cost the NPC's size per record).
 fn apply_record(
     save: &mut SaveGame,
     record: Record,
-    mut touched: Option<&mut Vec<NpcId>>,
+    touched: &mut Vec<NpcId>,
 ) -> Result<(), String> {
     if !record.clock.is_finite() {
         return Err("the memory clock is not a finite number".into());
@@ -358,10 +358,7 @@ fn apply_record(
     for change in record.changes {
         match change {
             Change::Put(npc) => {
-                match touched.as_deref_mut() {
-                    Some(touched) => touched.push(npc.id.clone()),
-                    None => validate_npc(&npc).map_err(|e| e.to_string())?,
-                }
+                touched.push(npc.id.clone());
                 match save.npcs.binary_search_by(|n| n.id.cmp(&npc.id)) {
                     Ok(at) => save.npcs[at] = Arc::new(*npc),
                     Err(at) => save.npcs.insert(at, Arc::new(*npc)),
@@ -378,10 +375,7 @@ fn apply_record(
                 // Unique after the first change to this NPC: no copy per record.
                 let npc = Arc::make_mut(&mut save.npcs[at]);
                 delta.apply(npc).map_err(|e| format!("NPC {id}: {e}"))?;
-                match touched.as_deref_mut() {
-                    Some(touched) => touched.push(id),
-                    None => validate_npc(npc).map_err(|e| e.to_string())?,
-                }
+                touched.push(id);
             }
             Change::Removed(id) => {
                 let Ok(at) = save.npcs.binary_search_by(|n| n.id.cmp(&id)) else {
@@ -529,32 +523,67 @@ pub(crate) fn replay(save: &mut SaveGame, base: BaseId, journal: &[u8]) -> Repla
     }
     // Shares every NPC with `save`: the first change to an NPC copies it once.
     let snapshot = save.clone();
-    // Fast: every NPC checked once at the end. If anything is wrong, start again
-    // from the snapshot checking after each record, to stop at the first bad one.
+    // Every NPC a record touched is checked once, at the end, not after each
+    // record (that would cost the NPC's size per record).
     let mut touched = Vec::new();
-    let fast = replay_records(save, journal, Some(&mut touched));
-    if matches!(fast.problem, None | Some(JournalProblem::TornTail { .. })) {
-        touched.sort();
-        touched.dedup();
-        let whole = touched.iter().all(|id| {
-            save.npcs
-                .binary_search_by(|n| n.id.cmp(id))
-                .map_or(true, |at| validate_npc(&save.npcs[at]).is_ok())
-        });
-        if whole {
-            return fast;
+    let fast = replay_records(save, journal, &mut touched, usize::MAX);
+    let Err(mut reason) = check_touched(save, touched) else {
+        return fast;
+    };
+    // A record left an NPC that does not hold together. Find the longest run of
+    // records that leaves every NPC whole by halving: each try replays at most the
+    // journal once, so recovery costs the journal's size times the log of its
+    // record count, never its size times the record count.
+    let (mut good, mut bad) = (0, fast.applied);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        *save = snapshot.clone();
+        let mut touched = Vec::new();
+        replay_records(save, journal, &mut touched, mid);
+        match check_touched(save, touched) {
+            Ok(()) => good = mid,
+            Err(problem) => (bad, reason) = (mid, problem),
         }
     }
     *save = snapshot;
-    replay_records(save, journal, None)
+    let kept = replay_records(save, journal, &mut Vec::new(), good);
+    Replay {
+        applied: good,
+        valid_len: kept.valid_len,
+        problem: Some(JournalProblem::Corrupt {
+            record: good,
+            reason: shorten_to_chars(&reason, 300).into_owned(),
+            bytes: journal.len() as u64 - kept.valid_len,
+        }),
+    }
 }
 
-/// Applies the records after the header, stopping at the first torn or bad one;
-/// see [`apply_record`] for `touched`.
+/// Checks each NPC in `touched` that the save still holds, once.
+fn check_touched(save: &SaveGame, mut touched: Vec<NpcId>) -> Result<(), String> {
+    touched.sort();
+    touched.dedup();
+    for id in &touched {
+        if let Ok(at) = save.npcs.binary_search_by(|n| n.id.cmp(id)) {
+            check_npc(&save.npcs[at])?;
+        }
+    }
+    Ok(())
+}
+
+/// [`validate_npc`], counted in tests: recovery must not check an NPC per record.
+fn check_npc(npc: &NpcSave) -> Result<(), String> {
+    #[cfg(test)]
+    tests::CHECKS.with(|checks| checks.set(checks.get() + 1));
+    validate_npc(npc).map_err(|e| e.to_string())
+}
+
+/// Applies at most `limit` records after the header, stopping at the first torn
+/// or bad one; see [`apply_record`] for `touched`.
 fn replay_records(
     save: &mut SaveGame,
     journal: &[u8],
-    mut touched: Option<&mut Vec<NpcId>>,
+    touched: &mut Vec<NpcId>,
+    limit: usize,
 ) -> Replay {
     let snapshot = save.clone();
     let mut payloads: Vec<(usize, usize)> = Vec::new();
@@ -562,7 +591,7 @@ fn replay_records(
     let mut applied = 0;
     let total = journal.len();
     let problem = loop {
-        if at == total {
+        if at == total || applied == limit {
             break None;
         }
         let left = (total - at) as u64;
@@ -596,13 +625,15 @@ fn replay_records(
             Ok(record) => record,
             Err(error) => break Some(corrupt(error.to_string())),
         };
-        if let Err(error) = apply_record(save, record, touched.as_deref_mut()) {
+        if let Err(error) = apply_record(save, record, touched) {
             // Part of the record may be in: apply the whole ones again from the
             // snapshot, so the record counts entirely or not at all.
             *save = snapshot;
+            // They applied once, so they apply again; what they touched is
+            // checked by the caller.
             for &(from, to) in &payloads {
                 if let Ok(record) = serde_json::from_slice::<Record>(&journal[from..to]) {
-                    let _ = apply_record(save, record, None);
+                    let _ = apply_record(save, record, touched);
                 }
             }
             break Some(corrupt(error));

@@ -7,6 +7,11 @@ use crate::memory::{MemoryConfig, MemoryParts, NpcMemory, Role};
 use crate::save::slot::read_with_journal;
 use crate::save::{WaitingLine, WriteTicket, write_slot};
 
+thread_local! {
+    /// NPC checks replay made on this thread (see `check_npc`).
+    pub(super) static CHECKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("npc-journal-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
@@ -229,6 +234,48 @@ fn a_record_leaving_an_invalid_memory_stops_the_replay_before_it() {
         matches!(&report.problem, JournalProblem::Corrupt { record: 2, reason, .. } if reason.contains("window_start")),
         "{report}"
     );
+    fs::remove_dir_all(dir).ok();
+}
+
+/// Recovery from a record that leaves an invalid memory is bounded by the
+/// journal's size: it checks each NPC a few times per halving of the records, not
+/// once per record (which cost the NPC's size per record, on the slot's lock).
+#[test]
+fn finding_a_bad_record_among_many_checks_each_npc_a_logarithmic_number_of_times() {
+    let dir = temp_dir("halving");
+    let (path, states) = journaled(&dir, 1);
+    let mut journal = fs::read(journal_path(&path)).unwrap();
+    let mut frame = |record: String| {
+        journal.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        journal.extend_from_slice(&crc32fast::hash(record.as_bytes()).to_le_bytes());
+        journal.extend_from_slice(record.as_bytes());
+    };
+    // 300 records that each move the clock forward; the 201st (record 201, after
+    // the first autosave's) breaks NPC a, and every later one touches a again.
+    for i in 0..300 {
+        let change = match i {
+            200 => r#"{"Delta":{"id":"a","window_start":10000}}"#,
+            201.. => r#"{"Delta":{"id":"a"}}"#,
+            _ => r#"{"Delta":{"id":"b","window_start":0}}"#,
+        };
+        frame(format!(r#"{{"clock":{},"changes":[{change}]}}"#, 100 + i));
+    }
+    fs::write(journal_path(&path), &journal).unwrap();
+    CHECKS.with(|checks| checks.set(0));
+    let read = load(&path);
+    let checks = CHECKS.with(std::cell::Cell::get);
+    let report = read.report.unwrap();
+    assert!(
+        matches!(&report.problem, JournalProblem::Corrupt { record: 201, reason, .. } if reason.contains("window_start")),
+        "{report}"
+    );
+    // Everything before the bad record is in (the clock of the record before it,
+    // b's window), and nothing of it or after it (a as the last autosave left it).
+    assert_eq!(read.save.clock, 299.0);
+    assert_eq!(read.save.npcs[0], states[1].npcs[0]);
+    assert_eq!(read.save.npcs[1].memory.window_start, 0);
+    // One check at the end, then at most two NPCs per halving of 302 records.
+    assert!(checks <= 2 + 2 * 10, "{checks} NPC checks");
     fs::remove_dir_all(dir).ok();
 }
 
