@@ -192,11 +192,12 @@ pub enum ShortLogs {
 /// Follow-up lines: within a conversation, each reply prompt is the last one with
 /// what came since appended (the NPC's reply, then lines found for the newest
 /// line, then the line itself), so all of the last prompt is a cached prefix. A
-/// prompt is built afresh, within [`PromptBudget::max_tokens`], for the first line
-/// of a conversation, after a pause, when the persona, the pinned facts or the
-/// settings changed, and when appending would pass the budget plus its growth.
-/// Summaries that arrive meanwhile wait for that fresh prompt: the lines they
-/// cover are still in the prompt word for word.
+/// prompt is built afresh, within [`PromptBudget::max_tokens`], for an NPC's first
+/// line and the first after a load or a clear, when the persona, the settings or a
+/// logged entry changed, and when appending would pass the budget plus its growth.
+/// Pinned facts that changed are appended under a heading that says they replace
+/// the ones above. Summaries that arrive meanwhile wait for the next fresh prompt:
+/// the lines they cover are still in the prompt word for word.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(Debug, PartialEq, Default, Clone)]
@@ -209,8 +210,9 @@ pub struct FollowUps {
     /// The share of the recall room a follow-up line's own recalled lines may
     /// take; what earlier lines recalled stays in the prompt as well.
     pub recall: f32,
-    /// A line this many game seconds after the NPC's last message starts a new
-    /// conversation, with a fresh prompt (a provider's cache would have expired).
+    /// A line this many game seconds after the NPC's last message is the first of
+    /// a new conversation: it recalls with the whole recall share, as a fresh
+    /// prompt would, appended when that fits and afresh when it does not.
     pub pause_secs: f64,
 }
 

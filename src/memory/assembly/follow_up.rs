@@ -37,10 +37,6 @@ pub(crate) struct Thread {
     features: MemoryFeatures,
     /// The log's next index when the prompt was built: what follows is new.
     end: LogIndex,
-    /// Every log index the prompt holds, window and recalled lines alike.
-    sent: HashSet<LogIndex>,
-    /// Every lore entry the prompt holds, by id and text.
-    lore: HashSet<(String, Arc<str>)>,
 }
 
 /// The conversation's last prompt, if the next line may extend it.
@@ -188,12 +184,6 @@ impl Conversation {
             self.0 = None;
             return;
         }
-        let sent = prompt.log_indices().collect();
-        let lore = prompt
-            .lore
-            .iter()
-            .map(|hit| (hit.id.clone(), hit.text.clone()))
-            .collect();
         self.0 = Some(Arc::new(Thread {
             prompt,
             persona: next.persona.clone(),
@@ -202,8 +192,6 @@ impl Conversation {
             dates: next.dates.clone(),
             features: next.features.clone(),
             end: next.log.next_index(),
-            sent,
-            lore,
         }));
     }
 }
@@ -220,11 +208,12 @@ struct Found {
 }
 
 impl Found {
-    /// The best new lore within its share of `max`, and the best new old lines
-    /// within `share` of theirs; together never past `room`.
-    fn pick(thread: &Thread, next: &Next<'_>, max: usize, share: f32, room: usize) -> Self {
+    /// The best lore and old lines the prompt does not hold yet: lore within its
+    /// share of `max`, old lines within `recall_share` of theirs; together never
+    /// past `room`.
+    fn pick(thread: &Thread, next: &Next<'_>, max: usize, recall_share: f32, room: usize) -> Self {
         let budget = &next.features.budget;
-        let share = |section: f32| (max as f64 * f64::from(share * section.max(0.0))) as usize;
+        let share_of_max = |share: f32| (max as f64 * f64::from(share.max(0.0))) as usize;
         let headings = Headings::for_language(
             next.persona.style.language,
             next.features.recall.compact_lines,
@@ -233,22 +222,29 @@ impl Found {
         let new_lore: Vec<LoreHit> = next
             .lore
             .iter()
-            .filter(|hit| !thread.lore.contains(&(hit.id.clone(), hit.text.clone())))
+            .filter(|hit| {
+                !thread
+                    .prompt
+                    .lore
+                    .iter()
+                    .any(|held| held.id == hit.id && held.text == hit.text)
+            })
             .cloned()
             .collect();
         let lore_items = super::lore::items(&new_lore);
         let lore_header = estimate_tokens(headings.lore) + 1;
         // Lore is what the world says about this very line: a follow-up finds it
         // with the whole of its share, as a fresh prompt would.
-        let lore_limit = ((max as f64 * f64::from(budget.shares.lore.max(0.0))) as usize).min(room);
+        let lore_limit = share_of_max(budget.shares.lore).min(room);
         let sent_lore = super::lore::pick(&lore_items, lore_limit, lore_header);
         let lore_tokens = super::lore::tokens(&sent_lore, lore_header);
 
+        let held: HashSet<LogIndex> = thread.prompt.log_indices().collect();
         let mut said = SaidOnce::default();
         let recall_items: Vec<Item> = next
             .recalled
             .iter()
-            .filter(|hit| !thread.sent.contains(&hit.index))
+            .filter(|hit| !held.contains(&hit.index))
             .filter_map(|hit| next.log.get(hit.index))
             .filter(|message| said.is_new(message))
             .map(|message| {
@@ -261,7 +257,7 @@ impl Found {
             })
             .collect();
         let recall_header = estimate_tokens(headings.recalled) + 1;
-        let recall_limit = share(budget.shares.recall)
+        let recall_limit = share_of_max(recall_share * budget.shares.recall.max(0.0))
             .min(room.saturating_sub(lore_tokens))
             .saturating_sub(recall_header);
         let mut fill = Fill::default();
