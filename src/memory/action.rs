@@ -11,6 +11,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::text::shorten_to_chars;
+
 /// Longest action name, in characters. Names are identifiers a model repeats
 /// back, so anything longer is a mistake or an attack.
 pub const MAX_ACTION_NAME_CHARS: usize = 64;
@@ -68,19 +70,79 @@ pub trait NpcAction: DeserializeOwned + JsonSchema + Send + Sync + 'static {
 }
 
 /// Parses a model's arguments into `A`, with a refusal text the model can act on.
-/// Empty arguments count as `{}`, which models send for actions without fields.
 pub(crate) fn parse_arguments<A: DeserializeOwned>(arguments: &str) -> Result<A, String> {
+    serde_json::from_str(arguments_json(arguments)?)
+        .map_err(|error| format!("the arguments do not fit: {error}"))
+}
+
+/// The JSON text to read: empty arguments count as `{}`, which models send for
+/// actions without fields, and overlong ones are refused before any parsing.
+fn arguments_json(arguments: &str) -> Result<&str, String> {
     if arguments.chars().count() > MAX_ARGUMENTS_CHARS {
         return Err(format!(
             "the arguments are longer than {MAX_ARGUMENTS_CHARS} characters"
         ));
     }
-    let text = if arguments.trim().is_empty() {
+    Ok(if arguments.trim().is_empty() {
         "{}"
     } else {
         arguments
-    };
-    serde_json::from_str(text).map_err(|error| format!("the arguments do not fit: {error}"))
+    })
+}
+
+/// Most schema violations one refusal names; the model fixes these first.
+const MAX_SCHEMA_ERRORS: usize = 3;
+
+/// Longest text of one schema violation in a refusal, in characters. Its pointer
+/// and message can carry what the model wrote (property names), so they are cut.
+const MAX_SCHEMA_ERROR_CHARS: usize = 200;
+
+/// An action's JSON Schema, compiled once when the action is registered, that
+/// holds a model's arguments to what the model was offered. serde checks only the
+/// shape of the type; limits a game writes with `schemars` attributes (`range`,
+/// `length`, `regex`) reach the model only through the schema, so without this
+/// check a model could break them and the handler would still run.
+pub(crate) struct ArgumentSchema(jsonschema::Validator);
+
+impl ArgumentSchema {
+    /// Compiles `parameters`, an [`ActionSpec::parameters`]. The error says why
+    /// it cannot be compiled, such as a `pattern` that is not a regular expression.
+    pub(crate) fn compile(parameters: &serde_json::Value) -> Result<Self, String> {
+        jsonschema::validator_for(parameters)
+            .map(Self)
+            .map_err(|error| error.to_string())
+    }
+
+    /// Whether `arguments` (JSON text, as a model wrote them) fit the schema; the
+    /// error is the refusal the model is shown, naming where and which limit
+    /// failed. Values are masked and each violation is cut short, so a refusal
+    /// repeats little of what the model wrote.
+    pub(crate) fn check(&self, arguments: &str) -> Result<(), String> {
+        let value: serde_json::Value = serde_json::from_str(arguments_json(arguments)?)
+            .map_err(|error| format!("the arguments do not fit: {error}"))?;
+        let mut named = Vec::new();
+        let mut more = 0usize;
+        for error in self.0.iter_errors(&value) {
+            if named.len() == MAX_SCHEMA_ERRORS {
+                more += 1;
+                continue;
+            }
+            let mut text = error.masked().to_string();
+            let path = error.instance_path().as_str();
+            if !path.is_empty() {
+                text.push_str(&format!(" (at {path})"));
+            }
+            named.push(shorten_to_chars(&text, MAX_SCHEMA_ERROR_CHARS).into_owned());
+        }
+        if named.is_empty() {
+            return Ok(());
+        }
+        let mut refusal = format!("the arguments do not fit the schema: {}", named.join("; "));
+        if more > 0 {
+            refusal.push_str(&format!("; and {more} more"));
+        }
+        Err(refusal)
+    }
 }
 
 /// Whether `name` can name an action: what [`NpcAction::NAME`] must be.
@@ -272,6 +334,78 @@ mod tests {
     fn overlong_arguments_are_refused_unparsed() {
         let long = format!(r#"{{"door": "{}"}}"#, "é".repeat(MAX_ARGUMENTS_CHARS));
         assert!(OpenDoor::parse(&long).unwrap_err().contains("longer than"));
+    }
+
+    /// Limits only the schema carries: serde reads `{"door": 99}` as a fine `u8`.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct SealDoor {
+        #[schemars(range(max = 3))]
+        door: u8,
+        #[schemars(length(max = 8), regex(pattern = "^[a-z]+$"))]
+        code: String,
+    }
+
+    impl NpcAction for SealDoor {
+        const NAME: &'static str = "seal_door";
+        const DESCRIPTION: &'static str = "Seal a door.";
+    }
+
+    #[test]
+    fn the_schema_holds_limits_serde_does_not_see() {
+        let schema = ArgumentSchema::compile(&SealDoor::spec().parameters).unwrap();
+        let breaking = r#"{"door": 99, "code": "abc"}"#;
+        let typed = SealDoor::parse(breaking).expect("serde alone lets it through");
+        assert_eq!((typed.door, typed.code.as_str()), (99, "abc"));
+        let refusal = schema.check(breaking).unwrap_err();
+        assert_eq!(
+            refusal,
+            "the arguments do not fit the schema: value is greater than the maximum of 3 (at /door)"
+        );
+        assert_eq!(schema.check(r#"{"door": 2, "code": "abc"}"#), Ok(()));
+
+        // Every broken limit is named, values masked, the text bounded.
+        let long = "É".repeat(MAX_ARGUMENTS_CHARS - 40);
+        let refusal = schema
+            .check(&format!(r#"{{"door": 4, "code": "{long}"}}"#))
+            .unwrap_err();
+        assert!(
+            refusal.contains("/door") && refusal.contains("/code"),
+            "{refusal}"
+        );
+        assert!(!refusal.contains("ÉÉ"), "{refusal}");
+        assert!(
+            refusal.chars().count() < 4 * MAX_SCHEMA_ERROR_CHARS,
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn empty_arguments_are_an_empty_object_and_a_bad_schema_does_not_compile() {
+        let none = ArgumentSchema::compile(&json_schema_of_nothing()).unwrap();
+        assert_eq!(none.check(" "), Ok(()));
+        let door = ArgumentSchema::compile(&SealDoor::spec().parameters).unwrap();
+        assert!(door.check("").unwrap_err().contains("required"));
+        // A key the model made up, in the pointer, is cut at a character boundary.
+        let map = serde_json::json!({"type": "object", "additionalProperties": {"maximum": 3}});
+        let map = ArgumentSchema::compile(&map).unwrap();
+        let refusal = map
+            .check(&format!(r#"{{"{}": 9}}"#, "É".repeat(500)))
+            .unwrap_err();
+        let said = refusal.strip_prefix("the arguments do not fit the schema: ");
+        assert_eq!(
+            said.map(|s| s.chars().count()),
+            Some(MAX_SCHEMA_ERROR_CHARS),
+            "{refusal}"
+        );
+        assert!(refusal.ends_with("ÉÉ…"), "{refusal}");
+        let bad = serde_json::json!({"type": "string", "pattern": "("});
+        assert!(ArgumentSchema::compile(&bad).is_err());
+    }
+
+    fn json_schema_of_nothing() -> serde_json::Value {
+        #[derive(Deserialize, JsonSchema)]
+        struct Nothing {}
+        schemars::schema_for!(Nothing).to_value()
     }
 
     #[test]

@@ -517,3 +517,38 @@ fn a_fact_changed_mid_conversation_is_appended_not_rebuilt() {
     assert!(fresh[0].content.contains("open the hatch"));
     assert!(!loaded.context.last_prompt().unwrap().follow_up);
 }
+
+/// A log is sent whole only when what is sent fits the budget: notes go out with
+/// their dates and framing, so a log whose words fit can come to more, and then
+/// the prompt is layered, its window within the hard cap.
+#[test]
+fn a_log_is_sent_whole_only_when_what_is_sent_fits() {
+    let mut config = MemoryConfig::with_window(2);
+    config.features = MemoryFeatures::layered(160);
+    config.features.budget.follow_ups.growth = 0.0;
+    let budget = 160;
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut past_the_cap = 0;
+    for turn in 0..12u32 {
+        let t = f64::from(turn) * 10.0;
+        let mut layers = memory.layers();
+        layers.witness(format!("Crate {turn} was moved to bay {turn}."), 0.5, t);
+        layers.say(format!("Crate {turn}?").as_str(), t + 1.0);
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        layers.record(Role::Assistant, "Logged.", t + 2.0);
+        let lines = prompt
+            .messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .count();
+        if lines > config.hard_cap() {
+            past_the_cap += 1;
+            assert!(
+                prompt.tokens <= budget,
+                "turn {turn}: the whole log went out at {} tokens",
+                prompt.tokens
+            );
+        }
+    }
+    assert!(past_the_cap > 0, "some whole logs were sent");
+}

@@ -103,6 +103,7 @@ pub use validation::{
 };
 pub use window::RollingWindow;
 
+pub(crate) use action::ArgumentSchema;
 pub(crate) use assembly::player_label_if_mixed;
 #[cfg(test)]
 pub(crate) use facts::parse_summary_reply;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::PromptLanguage;
+use super::{PromptLanguage, shorten_to_chars};
 
 /// Longest tag, in characters from `[` to `]`: a reply that opens a bracket and
 /// does not close it by then is plain text, and streams on.
@@ -68,9 +68,12 @@ pub fn check_reply_field(name: &str, values: &[String]) -> Result<(), String> {
             && s.chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
     };
+    // What a file wrote is quoted short: a refusal names it, it does not repeat it.
+    let quoted = |s: &str| format!("{:?}", shorten_to_chars(s, 2 * MAX_REPLY_FIELD_CHARS));
     if !plain(name) {
         return Err(format!(
-            "reply field {name:?}: names are 1 to {MAX_REPLY_FIELD_CHARS} letters, digits, '_' or '-'"
+            "reply field {}: names are 1 to {MAX_REPLY_FIELD_CHARS} letters, digits, '_' or '-'",
+            quoted(name)
         ));
     }
     if values.is_empty() || values.len() > MAX_REPLY_FIELD_VALUES {
@@ -80,7 +83,8 @@ pub fn check_reply_field(name: &str, values: &[String]) -> Result<(), String> {
     }
     match values.iter().find(|v| !plain(v)) {
         Some(bad) => Err(format!(
-            "reply field {name:?}: value {bad:?} is not 1 to {MAX_REPLY_FIELD_CHARS} letters, digits, '_' or '-'"
+            "reply field {name:?}: value {} is not 1 to {MAX_REPLY_FIELD_CHARS} letters, digits, '_' or '-'",
+            quoted(bad)
         )),
         None => Ok(()),
     }

@@ -290,7 +290,7 @@ impl Persona {
             return Err(PersonaError::Parse(format!(
                 "actions: at most {MAX_PERSONA_ACTIONS} names of letters, digits, '_' or '-', or \"*\"{}",
                 bad_action
-                    .map(|a| format!("; not {a:?}"))
+                    .map(|a| format!("; not {:?}", shorten_to_chars(a, 80)))
                     .unwrap_or_default()
             )));
         }

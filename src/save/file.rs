@@ -9,7 +9,10 @@ use std::sync::{Condvar, Mutex, PoisonError};
 
 use super::error::LoadError;
 
-/// `savegame.json` → `savegame.json.bak`: the previous save, kept on every write.
+/// `savegame.json` → `savegame.json.bak`: the slot's second copy. A whole save
+/// ([`SaveGame::write_to`](super::SaveGame::write_to)) keeps the previous snapshot
+/// there; an autosave slot keeps a copy of its snapshot, or the snapshot before
+/// its last compaction with a sealed journal leading to the newest.
 pub fn backup_path(path: &Path) -> PathBuf {
     with_suffix(path, ".bak")
 }
@@ -51,10 +54,7 @@ pub(crate) fn with_path_lock<T>(path: &Path, work: impl FnOnce() -> T) -> T {
 /// over `path`. The previous save is kept as `.bak`. Callers hold
 /// [`with_path_lock`] for `path`.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let folder = match path.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let folder = folder_of(path);
     let temp = write_temp(path, &folder, bytes)?;
     if path.exists() {
         // A hard link keeps `path` in place the whole time; copying is the fallback
@@ -72,14 +72,27 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Writes `bytes` to `path` whole or not at all, like [`write_atomic`] but keeping
-/// no backup: for a new journal, which replaces one that belongs to nothing.
+/// no backup: for a new journal, which replaces one that belongs to nothing, and
+/// for a snapshot written twice, whose backup is its twin.
 pub(crate) fn write_new_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let folder = match path.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let folder = folder_of(path);
     let temp = write_temp(path, &folder, bytes)?;
     rename_into_place(&temp, path, &folder)
+}
+
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Makes the renames and removals in `path`'s folder durable, so that they reach
+/// the disk in the order made. Not every platform can open a folder.
+pub(crate) fn sync_folder(path: &Path) {
+    if let Ok(dir) = File::open(folder_of(path)) {
+        let _ = dir.sync_all();
+    }
 }
 
 /// A fsynced temp file of its own beside `path` holding `bytes`.
@@ -134,12 +147,6 @@ pub(crate) fn read_bounded(path: &Path, max_bytes: u64) -> Result<(PathBuf, Vec<
         return Err(LoadError::NotFound);
     };
     Ok((chosen.clone(), read_exactly(&chosen, max_bytes)?))
-}
-
-/// Whether `path` itself is there (`Ok(false)`: read its backup). A folder that
-/// cannot be searched is an `Io` error.
-pub(crate) fn read_bounded_exists(path: &Path) -> Result<bool, LoadError> {
-    exists(path)
 }
 
 /// Whether a file is there. A folder that cannot be searched is an `Io` error, not

@@ -257,13 +257,8 @@ impl SaveGame {
     /// never interleave. Blocking: the plugin calls it on the IO task pool.
     pub fn write_to(&self, path: &Path, max_bytes: u64) -> Result<usize, SaveError> {
         let bytes = self.encode_within(path, max_bytes)?;
-        super::file::with_path_lock(path, || {
-            let rotated = path.exists();
-            super::file::write_atomic(path, &bytes)?;
-            super::journal::retire_journal(path, rotated);
-            Ok::<(), std::io::Error>(())
-        })
-        .map_err(|e| SaveError::Io(e.to_string()))?;
+        super::file::with_path_lock(path, || super::journal::write::write_whole(path, &bytes))
+            .map_err(|e| SaveError::Io(e.to_string()))?;
         Ok(bytes.len())
     }
 

@@ -47,19 +47,23 @@ impl SaveGame {
         Ok((save, version))
     }
 
-    /// Reads and checks the save at `path` (or its `.bak` if `path` is missing),
-    /// refusing files over `max_bytes` unread, and replays the autosave journal
-    /// beside the file read (see [`journal_path`](super::journal_path)) as far as
-    /// it is whole. Returns the path actually read. Changes no file. Blocking: the
+    /// Reads and checks the slot at `path`, refusing files over `max_bytes` unread,
+    /// the way the plugin loads it but changing no file: the snapshot with its
+    /// autosave journal (see [`journal_path`](super::journal_path)) replayed as far
+    /// as it is whole, or, when the snapshot is missing, damaged or not the one its
+    /// journal names, the backup (`.bak`) with the journals that continue it.
+    /// Returns the snapshot actually read. A file from a newer build, or one that
+    /// cannot be read, is an error and the backup is not tried. Blocking: the
     /// plugin calls it on the IO task pool.
     pub fn read_from(path: &Path, max_bytes: u64) -> Result<(PathBuf, Self), LoadError> {
-        let read = if super::file::read_bounded_exists(path)? {
-            path.to_path_buf()
-        } else {
-            super::file::backup_path(path)
-        };
-        let slot = super::slot::read_with_journal(&read, max_bytes, false)?;
-        Ok((read, slot.save))
+        match super::slot::read_slot(path, max_bytes, false, false) {
+            Ok(read) => Ok((read.read, read.save)),
+            // With no snapshot at all, why the backup would not do says more.
+            Err(failed) => Err(match (failed.error, failed.backup) {
+                (LoadError::NotFound, Some(backup)) => backup.error,
+                (error, _) => error,
+            }),
+        }
     }
 }
 

@@ -9,6 +9,8 @@ mod journal;
 mod migrate;
 mod rebase;
 mod slot;
+#[cfg(test)]
+mod test_support;
 mod unity;
 mod v1;
 

@@ -9,6 +9,7 @@ mod autoplay;
 mod backend_switch;
 mod bunker_screenshot;
 mod busy_queue;
+mod data_files;
 mod debug_report;
 mod degradation;
 mod echo7_walkthrough;
@@ -48,7 +49,9 @@ mod reply_fields;
 mod scheduler;
 mod server_script;
 mod shift_change;
+mod slot_copies;
 mod speakers;
+mod state_machine;
 mod telemetry;
 #[cfg(feature = "http")]
 mod terminal_chat;

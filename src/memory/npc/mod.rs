@@ -622,18 +622,7 @@ fn build_prompt(
     lore: &[LoreHit],
 ) -> AssembledPrompt {
     let facts = context.facts_section(log.speakers());
-    let whole = context.sends_whole_log(log, facts.as_deref());
-    let (summaries, recalled, start, covered_until) = if whole {
-        (SummarySource::Rolling(""), Vec::new(), 0, 0)
-    } else {
-        (
-            context.summary_source(),
-            recalled,
-            window.start(),
-            context.covered_until,
-        )
-    };
-    assemble(AssemblyInput {
+    let input = |facts, summaries, recalled, start, covered_until| AssemblyInput {
         persona: &context.persona,
         lore,
         facts,
@@ -648,5 +637,27 @@ fn build_prompt(
         // Layered memory lays its prompt out for caches; lore alone keeps basic
         // mode's one system message.
         cacheable: context.features.any(),
-    })
+    };
+    if context.sends_whole_log(log, facts.as_deref()) {
+        let whole = assemble(input(
+            facts.clone(),
+            SummarySource::Rolling(""),
+            Vec::new(),
+            0,
+            0,
+        ));
+        // The check that chose it counts the log's words; what is sent (notes
+        // with their dates, lore found for the line) can come to a little more.
+        let budget = context.features.budget.max_tokens;
+        if budget.is_none_or(|max| whole.tokens <= max) {
+            return whole;
+        }
+    }
+    assemble(input(
+        facts,
+        context.summary_source(),
+        recalled,
+        window.start(),
+        context.covered_until,
+    ))
 }

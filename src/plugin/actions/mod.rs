@@ -33,13 +33,13 @@ pub struct ActionInvocation<A> {
     pub turn: TurnId,
     /// The model's id for the call.
     pub call_id: String,
-    /// The arguments, checked against `A`.
+    /// The arguments, checked against `A` and its JSON Schema.
     pub args: A,
 }
 
 /// A call about to reach its handler, shown to the game's veto
 /// ([`NpcActionsAppExt::set_npc_action_veto`]). Its arguments already fit the
-/// action's type.
+/// action's type and its JSON Schema.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ProposedAction {

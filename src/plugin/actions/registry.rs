@@ -9,7 +9,8 @@ use bevy::prelude::*;
 
 use super::{ActionInvocation, ProposedAction};
 use crate::memory::{
-    ActionCall, ActionOutcome, ActionRecord, ActionReply, ActionSpec, NpcAction, NpcId,
+    ActionCall, ActionOutcome, ActionRecord, ActionReply, ActionSpec, ArgumentSchema, NpcAction,
+    NpcId,
 };
 use crate::plugin::turn::TurnId;
 
@@ -22,13 +23,15 @@ pub(crate) struct Invocation {
 }
 
 type RunFn = dyn Fn(&mut World, Invocation) -> ActionReply + Send + Sync;
+type CheckFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 
 /// One registered action: what the model is offered, how its arguments are
 /// checked, and how its handler runs. The check and the handler both parse with
-/// the action's own type.
+/// the action's own type; the check also holds the arguments to the schema the
+/// model was offered, compiled once here rather than for every call.
 pub(crate) struct RegisteredAction {
     pub(crate) spec: ActionSpec,
-    pub(crate) check: fn(&str) -> Result<(), String>,
+    pub(crate) check: Box<CheckFn>,
     pub(crate) run: Arc<RunFn>,
 }
 
@@ -186,16 +189,19 @@ pub trait NpcActionsAppExt {
     /// `NpcMemorySettings::action_timeout` (past it the action failed as timed
     /// out). It runs only for calls that name an action the NPC's persona
     /// allows (`actions: ["open_door"]`, or `["*"]` for every registered action)
-    /// with arguments that fit `A`, and that the game's veto (if any) lets
-    /// through; every other call is refused with the reason, which the model reads
-    /// on its next round. Registering a name again replaces its handler.
+    /// with arguments that fit `A` and its JSON Schema (the limits set with
+    /// `schemars` attributes, such as `range`, `length` and `regex`), and that
+    /// the game's veto (if any) lets through; every other call is refused with
+    /// the reason, which the model reads on its next round. Registering a name
+    /// again replaces its handler.
     ///
     /// It may be called before or after the plugin is added.
     ///
     /// # Panics
     ///
     /// If `A::NAME` is not a plain name (see
-    /// [`is_action_name`](crate::memory::is_action_name)).
+    /// [`is_action_name`](crate::memory::is_action_name)), or if the JSON Schema
+    /// of `A` cannot be compiled (a `regex` pattern that is not one).
     ///
     /// ```
     /// use bevy::prelude::*;
@@ -262,8 +268,17 @@ impl NpcActionsAppExt for App {
             A::NAME,
             crate::memory::MAX_ACTION_NAME_CHARS
         );
+        let spec = A::spec();
+        let schema = ArgumentSchema::compile(&spec.parameters).unwrap_or_else(|error| {
+            panic!(
+                "the JSON Schema of action {} cannot be compiled: {error}",
+                A::NAME
+            )
+        });
         let world = self.world_mut();
         let id = world.register_system(handler);
+        // The typed value comes from serde; `check` already held the call to the
+        // schema before any game code (the veto, then this) sees it.
         let run = move |world: &mut World, invocation: Invocation| {
             let args = match A::parse(&invocation.call.arguments) {
                 Ok(args) => args,
@@ -285,8 +300,12 @@ impl NpcActionsAppExt for App {
             }
         };
         let action = RegisteredAction {
-            spec: A::spec(),
-            check: |arguments| A::parse(arguments).map(drop),
+            spec,
+            // serde first, so an ill-typed call is refused with serde's words.
+            check: Box::new(move |arguments| {
+                A::parse(arguments)?;
+                schema.check(arguments)
+            }),
             run: Arc::new(run),
         };
         let mut registry = world.get_resource_or_init::<ActionRegistry>();

@@ -1,6 +1,7 @@
 //! The game answers the model's calls: each is checked (known, allowed,
-//! arguments that fit, not vetoed) before any game code runs, then its handler
-//! runs. Exclusive, because handlers are the game's own systems.
+//! arguments that fit the action's type and schema, not vetoed) before any game
+//! code runs, then its handler runs. Exclusive, because handlers are the game's
+//! own systems.
 
 use bevy::ecs::message::MessageCursor;
 use bevy::platform::time::Instant;

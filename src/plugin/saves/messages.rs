@@ -152,11 +152,13 @@ pub struct MemoryLoaded {
     /// The NPCs whose memory it set.
     pub npcs: Vec<NpcId>,
     /// Set when the backup was read: why the file asked for was not used (missing,
-    /// or damaged and moved aside).
+    /// damaged, or not the snapshot its journal was written for, and moved aside).
     pub recovered_from: Option<UnusableSave>,
-    /// Set when the autosave journal beside the file read could not be replayed
-    /// whole: what was applied, what stopped it, and where a damaged or foreign
-    /// journal was kept. A journal cut short by a crash is reported here too.
+    /// Set when an autosave journal the load read could not be replayed whole (the
+    /// one beside the file read, or, from the backup, the slot's journal that
+    /// continues it): what was applied, what stopped it, and where a damaged or
+    /// foreign journal was kept. A journal cut short by a crash is reported here
+    /// too.
     pub journal: Option<JournalReport>,
 }
 

@@ -3,8 +3,10 @@ use std::fs;
 use proptest::prelude::*;
 
 use super::*;
-use crate::memory::{MemoryConfig, MemoryParts, NpcMemory, Role};
-use crate::save::slot::read_with_journal;
+use crate::memory::{MemoryParts, Role, SpeakerId};
+use crate::save::file::backup_path;
+use crate::save::slot::{Recovered, read_slot};
+pub(super) use crate::save::test_support::{autosave, npc, temp_dir};
 use crate::save::{WaitingLine, WriteTicket, write_slot};
 
 thread_local! {
@@ -12,32 +14,8 @@ thread_local! {
     pub(super) static CHECKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("npc-journal-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// An NPC with `lines` messages.
-fn npc(id: &str, lines: usize) -> Arc<NpcSave> {
-    let persona = PersonaPrompt {
-        name: id.into(),
-        text: "You guard.".into(),
-        style: Default::default(),
-    };
-    let mut memory = NpcMemory::new(persona, &MemoryConfig::with_window(4));
-    for i in 0..lines {
-        memory
-            .layers()
-            .record(Role::User, format!("{id} line {i} ünïcode"), i as f64);
-    }
-    let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
-    Arc::new(NpcSave::new(id.into(), parts))
-}
-
 /// `save` with one more line for `id`.
-fn with_line(save: &SaveGame, id: &str, text: &str) -> Arc<SaveGame> {
+pub(super) fn with_line(save: &SaveGame, id: &str, text: &str) -> Arc<SaveGame> {
     let mut next = save.clone();
     let at = next.npcs.iter().position(|n| n.id.as_str() == id).unwrap();
     let mut changed = next.npcs[at].as_ref().clone();
@@ -50,25 +28,22 @@ fn with_line(save: &SaveGame, id: &str, text: &str) -> Arc<SaveGame> {
     Arc::new(next)
 }
 
-fn autosave(path: &Path, save: &Arc<SaveGame>, journals: &Journals) -> usize {
-    write_slot(
-        save,
-        path,
-        u64::MAX,
-        &WriteTicket::default(),
-        true,
-        journals,
-        true,
-    )
-    .unwrap()
-    .unwrap()
+/// Loads the slot as the plugin does, keeping what it holds for autosave.
+fn load(path: &Path) -> Recovered {
+    let Ok(read) = read_slot(path, u64::MAX, true, true) else {
+        panic!("{} loads", path.display())
+    };
+    read
 }
 
-fn load(path: &Path) -> SlotRead {
-    read_with_journal(path, u64::MAX, true).unwrap()
+/// Reads the snapshot at `path` with the journals that continue it, as the
+/// slot's backup is read.
+fn read_chain(path: &Path) -> Recovered {
+    let Ok(read) = read_slot(path, u64::MAX, false, false) else {
+        panic!("{} reads", path.display())
+    };
+    read
 }
-
-use crate::save::slot::SlotRead;
 
 /// A slot with a snapshot of two NPCs and `records` journal records, and the
 /// memory after each write.
@@ -86,7 +61,7 @@ fn journaled(dir: &Path, records: usize) -> (PathBuf, Vec<Arc<SaveGame>>) {
 }
 
 /// Byte offsets where each record of a journal ends.
-fn record_ends(journal: &[u8]) -> Vec<usize> {
+pub(super) fn record_ends(journal: &[u8]) -> Vec<usize> {
     let mut at = HEADER_LEN;
     let mut ends = Vec::new();
     while at < journal.len() {
@@ -118,7 +93,7 @@ fn an_autosave_appends_only_what_changed_and_loads_back_exactly() {
         "a record of one line ({biggest} bytes) is far smaller than the snapshot ({snapshot})"
     );
     let read = load(&path);
-    assert_eq!(read.report, None);
+    assert_eq!(read.journal_report, None);
     assert_eq!(&read.save, states.last().unwrap().as_ref());
     assert_eq!(
         SaveGame::read_from(&path, u64::MAX).unwrap().1,
@@ -139,7 +114,7 @@ fn a_torn_tail_keeps_every_whole_record_before_it() {
     fs::write(journal_path(&path), &journal[..cut]).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *states[3]);
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert_eq!(report.applied, 3);
     assert_eq!(
         report.problem,
@@ -154,7 +129,10 @@ fn a_torn_tail_keeps_every_whole_record_before_it() {
     let next = with_line(&states[3], "a", "after the crash");
     autosave(&path, &next, &journals);
     let read = load(&path);
-    assert_eq!((read.save, read.report), (next.as_ref().clone(), None));
+    assert_eq!(
+        (read.save, read.journal_report),
+        (next.as_ref().clone(), None)
+    );
     fs::remove_dir_all(dir).ok();
 }
 
@@ -169,7 +147,7 @@ fn a_corrupt_record_in_the_middle_stops_the_replay_there_and_is_kept() {
     fs::write(journal_path(&path), &journal).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *states[2], "records 0 and 1 applied");
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert_eq!(report.applied, 2);
     assert!(
         matches!(
@@ -201,7 +179,7 @@ fn a_record_that_does_not_fit_the_save_is_refused_whole() {
     fs::write(journal_path(&path), &journal).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *states[1]);
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert!(
         matches!(&report.problem, JournalProblem::Corrupt { record: 1, reason, .. } if reason.contains("log continues from entry 999")),
         "{report}"
@@ -229,7 +207,7 @@ fn a_record_leaving_an_invalid_memory_stops_the_replay_before_it() {
     fs::write(journal_path(&path), &journal).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *states[2]);
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert!(
         matches!(&report.problem, JournalProblem::Corrupt { record: 2, reason, .. } if reason.contains("window_start")),
         "{report}"
@@ -264,7 +242,7 @@ fn finding_a_bad_record_among_many_checks_each_npc_a_logarithmic_number_of_times
     CHECKS.with(|checks| checks.set(0));
     let read = load(&path);
     let checks = CHECKS.with(std::cell::Cell::get);
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert!(
         matches!(&report.problem, JournalProblem::Corrupt { record: 201, reason, .. } if reason.contains("window_start")),
         "{report}"
@@ -295,11 +273,19 @@ fn compaction_writes_a_snapshot_and_keeps_the_old_journal_with_the_backup() {
         if bytes == snapshot {
             compactions += 1;
             assert!(had_journal, "only a grown journal is compacted");
-            assert!(!journal_path(&path).exists(), "the journal starts again");
-            // The backup and its journal still add up to the memory before.
-            let backup = read_with_journal(&backup_path(&path), u64::MAX, false).unwrap();
-            assert_eq!(backup.report, None);
-            assert_eq!(backup.save.npcs[0].memory.log.len(), 10 + i);
+            assert_eq!(
+                fs::read(journal_path(&path)).unwrap(),
+                header(BaseId::of(&fs::read(&path).unwrap())),
+                "the journal starts again, naming the new snapshot"
+            );
+            // The backup and its journal, sealed, add up to the new memory.
+            let backup = read_chain(&backup_path(&path));
+            assert_eq!(backup.journal_report, None);
+            assert_eq!(&backup.save, state.as_ref());
+            assert_eq!(
+                seal_of(&fs::read(journal_path(&backup_path(&path))).unwrap()),
+                Some(BaseId::of(&fs::read(&path).unwrap()))
+            );
         } else {
             let journal = fs::metadata(journal_path(&path)).unwrap().len();
             assert!(
@@ -308,7 +294,7 @@ fn compaction_writes_a_snapshot_and_keeps_the_old_journal_with_the_backup() {
             );
         }
         let read = load(&path);
-        assert_eq!((&read.save, read.report), (state.as_ref(), None));
+        assert_eq!((&read.save, read.journal_report), (state.as_ref(), None));
     }
     assert!(compactions >= 2, "{compactions}");
     fs::remove_dir_all(dir).ok();
@@ -319,17 +305,18 @@ fn a_crash_between_snapshot_and_journal_retirement_still_loads() {
     let dir = temp_dir("crash-compact");
     let (path, states) = journaled(&dir, 3);
     let stale_journal = fs::read(journal_path(&path)).unwrap();
-    // A whole snapshot lands (the old one becomes the backup), then the process
-    // dies before moving the old journal.
+    // A whole snapshot lands (the old one becomes the backup), then a build that
+    // moved the journal after the snapshot (this one moves it first) dies before
+    // moving it.
     let newest = with_line(&states[3], "b", "newest");
     newest.write_to(&path, u64::MAX).unwrap();
     fs::write(journal_path(&path), &stale_journal).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *newest, "the stale journal is not applied");
-    assert_eq!(read.report, None, "and nothing was lost");
+    assert_eq!(read.journal_report, None, "and nothing was lost");
     // The backup with its journal is the memory before.
     fs::write(journal_path(&backup_path(&path)), &stale_journal).unwrap();
-    let backup = read_with_journal(&backup_path(&path), u64::MAX, false).unwrap();
+    let backup = read_chain(&backup_path(&path));
     assert_eq!(backup.save, *states[3]);
     fs::remove_dir_all(dir).ok();
 }
@@ -348,7 +335,7 @@ fn a_journal_for_another_snapshot_is_refused_and_moved_aside() {
     fs::write(journal_path(&path), &foreign).unwrap();
     let read = load(&path);
     assert_eq!(read.save, *states[0], "the snapshot alone");
-    let report = read.report.unwrap();
+    let report = read.journal_report.unwrap();
     assert_eq!(
         (report.applied, &report.problem),
         (0, &JournalProblem::OtherSnapshot)
@@ -357,7 +344,7 @@ fn a_journal_for_another_snapshot_is_refused_and_moved_aside() {
     assert!(!journal_path(&path).exists());
     // Not a journal at all.
     fs::write(journal_path(&path), b"hello").unwrap();
-    let report = load(&path).report.unwrap();
+    let report = load(&path).journal_report.unwrap();
     assert!(matches!(report.problem, JournalProblem::Unreadable(_)));
     fs::remove_dir_all(dir).ok();
     fs::remove_dir_all(temp_dir("generation-other")).ok();
@@ -374,7 +361,7 @@ fn new_and_removed_npcs_and_lore_changes_are_journaled() {
     let bytes = autosave(&path, &second, &journals);
     assert!(bytes < fs::metadata(&path).unwrap().len() as usize);
     let read = load(&path);
-    assert_eq!((&read.save, read.report), (second.as_ref(), None));
+    assert_eq!((&read.save, read.journal_report), (second.as_ref(), None));
     fs::remove_dir_all(dir).ok();
 }
 
@@ -457,7 +444,7 @@ fn queued_lines_with_their_speakers_and_privacy_are_journaled() {
         "the queue change went to the journal"
     );
     let read = load(&path);
-    assert_eq!(read.report, None);
+    assert_eq!(read.journal_report, None);
     assert_eq!(&read.save, second.as_ref());
     let lines = read.save.npcs[0].waiting_lines();
     assert_eq!(lines[1].speaker, bob);

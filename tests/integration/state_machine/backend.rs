@@ -1,0 +1,126 @@
+//! The stage: a backend that answers as each step asks and records every request.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bevy_npc_memory::backends::{BackendFuture, ChatRequest, ChatResponse, Progress, stream_words};
+use bevy_npc_memory::memory::PromptMessage;
+use bevy_npc_memory::prelude::*;
+
+/// One answer the stage gives.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    Say(String),
+    Fail,
+    Hang,
+    Call {
+        action: &'static str,
+        arguments: String,
+    },
+}
+
+#[derive(Default)]
+struct Script {
+    answers: HashMap<NpcId, VecDeque<Answer>>,
+    requests: Vec<ChatRequest>,
+}
+
+#[derive(Clone, Default)]
+pub struct Stage(Arc<Mutex<Script>>);
+
+/// The tags (`p7`, `s7`, `r:p7`) in `text`, without their brackets.
+pub fn tags(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('⟦') {
+        rest = &rest[open + '⟦'.len_utf8()..];
+        let Some(close) = rest.find('⟧') else { break };
+        let tag = &rest[..close];
+        let plain = tag.strip_prefix("r:").unwrap_or(tag);
+        if plain.len() > 1
+            && plain.starts_with(['p', 's', 'w'])
+            && plain[1..].bytes().all(|b| b.is_ascii_digit())
+        {
+            found.push(tag);
+        }
+        rest = &rest[close..];
+    }
+    found
+}
+
+fn last_line(messages: &[PromptMessage]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map_or("", |m| m.content.as_ref())
+}
+
+impl Stage {
+    fn lock(&self) -> MutexGuard<'_, Script> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What `npc`'s next requests get, in order; words with no tags once these run out.
+    pub fn answer(&self, npc: &NpcId, answers: Vec<Answer>) {
+        self.lock().answers.insert(npc.clone(), answers.into());
+    }
+
+    /// Every request since the last call.
+    pub fn take_requests(&self) -> Vec<ChatRequest> {
+        std::mem::take(&mut self.lock().requests)
+    }
+}
+
+impl ChatBackend for Stage {
+    fn name(&self) -> &str {
+        "stage"
+    }
+
+    fn complete(&self, request: ChatRequest, progress: Progress) -> BackendFuture {
+        let answer = match request.purpose() {
+            Purpose::Summary => {
+                // A summary repeats every tag it was shown, so a summary that
+                // reached another NPC would show.
+                let seen: Vec<String> = request
+                    .messages
+                    .iter()
+                    .flat_map(|m| tags(&m.content).into_iter().map(|t| format!("⟦{t}⟧")))
+                    .take(24)
+                    .collect();
+                Answer::Say(format!("Noted {}", seen.join(" ")))
+            }
+            Purpose::Reply => {
+                let mut script = self.lock();
+                let next = script
+                    .answers
+                    .get_mut(&request.npc)
+                    .and_then(VecDeque::pop_front);
+                let echo: Vec<String> = tags(last_line(&request.messages))
+                    .iter()
+                    .filter(|t| !t.starts_with("r:"))
+                    .map(|t| format!("⟦r:{t}⟧"))
+                    .collect();
+                match next.unwrap_or(Answer::Say(String::new())) {
+                    Answer::Say(text) => Answer::Say(format!("{text} {}", echo.join(" "))),
+                    other => other,
+                }
+            }
+        };
+        self.lock().requests.push(request);
+        Box::pin(async move {
+            match answer {
+                Answer::Say(text) => {
+                    stream_words(&text, &progress);
+                    Ok(ChatResponse::text(text))
+                }
+                Answer::Fail => Err(BackendError::Other("the stage is down".into())),
+                Answer::Hang => std::future::pending().await,
+                Answer::Call { action, arguments } => Ok(ChatResponse::calls(
+                    "",
+                    vec![ActionCall::new("call-1", action, arguments)],
+                )),
+            }
+        })
+    }
+}

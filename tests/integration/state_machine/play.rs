@@ -1,0 +1,739 @@
+//! The system under test: a real app with the plugin, driven one step at a time,
+//! and the invariants checked after each.
+
+use std::path::{Path, PathBuf};
+
+use bevy::prelude::*;
+use bevy_npc_memory::backends::ChatRequest;
+use bevy_npc_memory::memory::{
+    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, estimate_prompt_tokens,
+};
+use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::save::{SaveFormat, SaveGame, backup_path, journal_path};
+
+use super::backend::{Answer, Stage, tags};
+use super::steps::{NPCS, Reply, Scope, Step};
+use crate::support::actions::OpenDoor;
+use crate::support::{Harness, Inbox, add_inbox, temp_dir};
+
+/// A tag that must stay with its NPC, and the NPCs that held it before it became
+/// private (a line marked private after it was passed on).
+struct Private {
+    tag: String,
+    owner: usize,
+    held_by: Vec<usize>,
+}
+
+type Log = Vec<(Role, String)>;
+
+pub struct Play {
+    h: Harness,
+    stage: Stage,
+    ids: Vec<NpcId>,
+    entities: Vec<Entity>,
+    personas: Vec<(Handle<Persona>, String)>,
+    dir: PathBuf,
+    next_tag: u64,
+    private: Vec<Private>,
+    /// Every NPC's log before the step, and whether the step may shrink it.
+    before: Vec<Log>,
+    may_shrink: Vec<bool>,
+    /// Every NPC's logs after every step since the run began: what a killed
+    /// autosave may hold a prefix of.
+    history: Vec<Vec<Log>>,
+    requests: Vec<ChatRequest>,
+    talks: usize,
+    snapshot: Option<SaveGame>,
+    /// Saves the game wrote and has not loaded yet: loading a file makes it the
+    /// autosave slot, so what it holds then changes.
+    saves: Vec<(PathBuf, SaveGame)>,
+    /// Where autosave writes.
+    slot: PathBuf,
+    files: u64,
+}
+
+fn open_door(call: In<ActionInvocation<OpenDoor>>) -> ActionOutcome {
+    ActionOutcome::Done(format!("The {} door opens.", call.args.door))
+}
+
+/// Calls the lift, which the game never answers: the action times out.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct CallLift {
+    /// Which floor.
+    #[allow(dead_code)]
+    floor: u32,
+}
+
+impl NpcAction for CallLift {
+    const NAME: &'static str = "call_lift";
+    const DESCRIPTION: &'static str = "Call the lift to a floor.";
+}
+
+fn call_lift(_: In<ActionInvocation<CallLift>>) -> ActionReply {
+    ActionReply::Later
+}
+
+impl Play {
+    pub fn new(ids: &[String]) -> Self {
+        static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = temp_dir(&format!("state-machine-{run}"));
+        let stage = Stage::default();
+        let play_slot = dir.join("auto.json");
+        // A deferred action nobody answers fails as timed out, soon.
+        let settings = NpcMemorySettings {
+            action_timeout: std::time::Duration::from_millis(20),
+            ..NpcMemorySettings::default()
+        };
+        let mut h = Harness::new(
+            NpcMemoryPlugin::default()
+                .with_settings(settings)
+                .with_backend(stage.clone())
+                .with_window(6)
+                .with_autosave(play_slot.clone()),
+        );
+        h.wait_secs = 30;
+        h.app
+            .register_npc_action(open_door)
+            .register_npc_action(call_lift);
+        add_inbox::<MemoryRestored>(&mut h.app);
+        add_inbox::<MemoryRestoreFailed>(&mut h.app);
+        add_inbox::<KnowledgeShared>(&mut h.app);
+        let personas = [
+            Persona::new("ECHO-7", "You are ECHO-7, the bunker AI.")
+                .with_window(4)
+                .with_summary_threshold(2),
+            Persona::new("RUSTY-3", "You are RUSTY-3, a maintenance robot.")
+                .with_features(bevy_npc_memory::PersonaFeatures::layered(600)),
+            Persona::new("QUILL", "You are Quill, the quartermaster.")
+                .with_actions(["open_door", "call_lift"]),
+        ];
+        let ids: Vec<NpcId> = ids.iter().map(|id| NpcId::new(id.as_str())).collect();
+        let mut entities = Vec::new();
+        let mut handles = Vec::new();
+        for (id, persona) in ids.iter().zip(personas) {
+            let text = persona.system_prompt.clone();
+            let handle = h
+                .app
+                .world_mut()
+                .resource_mut::<Assets<Persona>>()
+                .add(persona);
+            entities.push(
+                h.app
+                    .world_mut()
+                    .spawn(Npc::new(id.clone(), handle.clone()))
+                    .id(),
+            );
+            handles.push((handle, text));
+        }
+        let mut play = Self {
+            h,
+            stage,
+            ids,
+            entities,
+            personas: handles,
+            dir,
+            next_tag: 0,
+            private: Vec::new(),
+            before: vec![Vec::new(); NPCS],
+            may_shrink: vec![false; NPCS],
+            history: vec![Vec::new(); NPCS],
+            requests: Vec::new(),
+            talks: 0,
+            snapshot: None,
+            saves: Vec::new(),
+            slot: play_slot,
+            files: 0,
+        };
+        let ids = play.ids.clone();
+        play.h.run_until("every NPC has memory", |world| {
+            let memory = world.resource::<ContextMemoryManager>();
+            ids.iter().all(|id| memory.get(id).is_some())
+        });
+        play
+    }
+
+    fn log(&self, npc: usize) -> Log {
+        self.h
+            .app
+            .world()
+            .resource::<ChatLogs>()
+            .get(&self.ids[npc])
+            .map(|log| {
+                log.messages()
+                    .iter()
+                    .map(|m| (m.role, m.content.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether `npc`'s log holds `tag` anywhere, in an entry's text or in where it
+    /// came from (hearsay of a reply names the question it answered).
+    fn holds(&self, npc: usize, tag: &str) -> bool {
+        let needle = format!("⟦{tag}⟧");
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        logs.get(&self.ids[npc]).is_some_and(|log| {
+            log.messages()
+                .iter()
+                .any(|m| m.content.contains(&needle) || format!("{:?}", m.origin).contains(&needle))
+        })
+    }
+
+    /// After a load, what is private is what the loaded memory marks so: a line
+    /// marked private after the save (or after the record a kill cut off) is
+    /// shareable again, as it was then. Lines private from the start stay
+    /// private, whoever holds them.
+    fn private_as_loaded(&mut self) {
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        let mut private = Vec::new();
+        for (owner, id) in self.ids.iter().enumerate() {
+            let Some(log) = logs.get(id) else { continue };
+            for message in log.messages() {
+                if message.origin != Origin::SaidPrivately {
+                    continue;
+                }
+                for tag in tags(&message.content) {
+                    let at_birth = tag.trim_start_matches("r:").starts_with('p');
+                    private.push((tag.to_owned(), owner, at_birth));
+                }
+            }
+        }
+        self.private
+            .retain(|p| p.tag.trim_start_matches("r:").starts_with('p'));
+        for (tag, owner, at_birth) in private {
+            if at_birth {
+                continue;
+            }
+            let held_by = (0..NPCS)
+                .filter(|&other| other != owner && self.holds(other, &tag))
+                .collect();
+            self.private.push(Private {
+                tag,
+                owner,
+                held_by,
+            });
+        }
+    }
+
+    fn current(&self) -> SaveGame {
+        let snapshot = self.h.app.world().resource::<NpcMemorySnapshot>();
+        assert!(!snapshot.is_pending(), "the snapshot is restored by now");
+        snapshot.save().expect("the snapshot is readable")
+    }
+
+    fn write<M: Message>(&mut self, message: M) {
+        self.h.app.world_mut().write_message(message);
+        self.h.app.update();
+    }
+
+    fn count<M: Send + Sync + 'static>(&self) -> usize {
+        self.h.inbox::<M>().len()
+    }
+
+    fn tag(&mut self, kind: char) -> String {
+        self.next_tag += 1;
+        format!("{kind}{}", self.next_tag)
+    }
+
+    pub fn run(&mut self, step: &Step) {
+        self.before = (0..NPCS).map(|npc| self.log(npc)).collect();
+        self.may_shrink = vec![false; NPCS];
+        match step {
+            Step::Talk {
+                npc,
+                text,
+                private,
+                by_entity,
+                reply,
+            } => self.talk(*npc, text, *private, *by_entity, reply),
+            Step::Witness { witnesses, text } => {
+                let tag = self.tag('w');
+                let ids: Vec<NpcId> = witnesses.iter().map(|&w| self.ids[w].clone()).collect();
+                self.write(NpcWitnessed::new(ids, format!("⟦{tag}⟧ {text}")));
+            }
+            Step::ShareEntry { from, to, index } => {
+                let len = self.before[*from].len() as u64;
+                // Mostly an entry that exists; now and then one that does not.
+                let index = if len > 0 && index % 8 != 0 {
+                    index % len
+                } else {
+                    *index
+                };
+                let message = ShareKnowledge::about_entry(
+                    self.ids[*from].clone(),
+                    self.ids[*to].clone(),
+                    index,
+                );
+                self.write(message);
+            }
+            Step::ShareQuery { from, to, query } => {
+                let message = ShareKnowledge::about_query(
+                    self.ids[*from].clone(),
+                    self.ids[*to].clone(),
+                    query.clone(),
+                    8,
+                );
+                self.write(message);
+            }
+            Step::ShareFact { from, to } => {
+                let message = ShareKnowledge::about_fact(
+                    self.ids[*from].clone(),
+                    self.ids[*to].clone(),
+                    FactKey::CURRENT_GOAL,
+                );
+                self.write(message);
+            }
+            Step::MarkPrivate { npc, index } => self.mark_private(*npc, *index),
+            Step::SetFact { npc, value } => {
+                let message = SetPinnedFact::new(
+                    self.ids[*npc].clone(),
+                    FactKey::CURRENT_GOAL,
+                    value.clone(),
+                );
+                self.write(message);
+            }
+            Step::RemoveFact { npc } => {
+                self.write(RemovePinnedFact::new(
+                    self.ids[*npc].clone(),
+                    FactKey::CURRENT_GOAL,
+                ));
+            }
+            Step::AddLore { id, scope, text } => {
+                let scope = match scope {
+                    Scope::World => LoreScope::World,
+                    Scope::Npc(npc) => LoreScope::npc(self.ids[*npc].clone()),
+                };
+                let entry = LoreEntry::new(format!("lore-{id}"), text.as_str()).with_scope(scope);
+                self.write(AddLore::new(entry));
+            }
+            Step::UpdateLore { id, text } => {
+                self.write(UpdateLore::new(format!("lore-{id}"), text.clone()))
+            }
+            Step::RemoveLore { id } => self.write(RemoveLore::new(format!("lore-{id}"))),
+            Step::ChangePersona { npc, text } => {
+                let (handle, prompt) = &mut self.personas[*npc];
+                *prompt = text.clone();
+                let handle = handle.clone();
+                let mut personas = self.h.app.world_mut().resource_mut::<Assets<Persona>>();
+                personas
+                    .get_mut(&handle)
+                    .expect("the persona")
+                    .system_prompt = text.clone();
+                self.h.app.update();
+            }
+            Step::Reconfigure {
+                npc,
+                window,
+                budget,
+            } => {
+                let mut config = MemoryConfig::with_window(*window);
+                if let Some(budget) = budget {
+                    config.features = bevy_npc_memory::memory::MemoryFeatures::layered(*budget);
+                }
+                self.write(ReconfigureNpcMemory::new(self.ids[*npc].clone(), config));
+            }
+            Step::SummarizeNow { npc } => self.write(SummarizeNow::new(self.ids[*npc].clone())),
+            Step::SwitchBackend { offline } => {
+                // Offline summaries, or replies and summaries from another
+                // backend object. Offline replies stay out: they quote the
+                // summary, private lines and all, in replies to any line, and
+                // what a model says in reply to a public line is its own words.
+                let switch = if *offline {
+                    SwitchBackend::summaries(OfflineBackend::default())
+                } else {
+                    SwitchBackend::both(self.stage.clone())
+                };
+                self.write(switch);
+            }
+            Step::Clear { npc } => {
+                self.may_shrink[*npc] = true;
+                self.write(ClearNpcMemory::new(self.ids[*npc].clone()));
+            }
+            Step::Save => self.save(),
+            Step::Load => self.load(),
+            Step::TakeSnapshot => self.snapshot = Some(self.current()),
+            Step::RestoreSnapshot => self.restore(),
+            Step::Kill { cut } => self.kill(*cut),
+        }
+        self.h.settle();
+        self.requests = self.stage.take_requests();
+        for npc in 0..NPCS {
+            let log = self.log(npc);
+            self.history[npc].push(log);
+        }
+    }
+
+    fn talk(&mut self, npc: usize, text: &str, private: bool, by_entity: bool, reply: &Reply) {
+        let tag = self.tag(if private { 'p' } else { 's' });
+        if private {
+            for tag in [tag.clone(), format!("r:{tag}")] {
+                self.private.push(Private {
+                    tag,
+                    owner: npc,
+                    held_by: Vec::new(),
+                });
+            }
+        }
+        let answers = match reply {
+            Reply::Say(words) => vec![Answer::Say(words.clone())],
+            Reply::Fail => vec![Answer::Fail],
+            Reply::Interrupted => vec![Answer::Hang],
+            Reply::Act {
+                door,
+                unanswered: true,
+                ..
+            } => {
+                let arguments = serde_json::json!({ "floor": door.chars().count() }).to_string();
+                vec![
+                    Answer::Call {
+                        action: "call_lift",
+                        arguments,
+                    },
+                    Answer::Say(door.clone()),
+                ]
+            }
+            Reply::Act { door, valid, .. } => {
+                let arguments = if *valid {
+                    serde_json::json!({ "door": door }).to_string()
+                } else {
+                    door.clone()
+                };
+                vec![
+                    Answer::Call {
+                        action: "open_door",
+                        arguments,
+                    },
+                    Answer::Say(door.clone()),
+                ]
+            }
+        };
+        self.stage.answer(&self.ids[npc], answers);
+        let line = format!("⟦{tag}⟧ {text}");
+        let outcomes = self.count::<NpcReplied>() + self.count::<NpcReplyFailed>();
+        let started = self.count::<NpcReplyStarted>();
+        if by_entity {
+            let mut event = TalkTo::new(self.entities[npc], line);
+            if private {
+                event = event.privately();
+            }
+            self.h.app.world_mut().trigger(event);
+            self.h.app.update();
+        } else {
+            let mut message = TalkToNpc::new(self.ids[npc].clone(), line);
+            if private {
+                message = message.privately();
+            }
+            self.write(message);
+        }
+        self.talks += 1;
+        if matches!(reply, Reply::Interrupted) {
+            self.h
+                .run_until("the reply starts or the line is refused", |world| {
+                    world.resource::<Inbox<NpcReplyStarted>>().0.len() > started
+                        || world.resource::<Inbox<NpcReplied>>().0.len()
+                            + world.resource::<Inbox<NpcReplyFailed>>().0.len()
+                            > outcomes
+                });
+            self.write(InterruptNpc::new(self.ids[npc].clone()));
+        }
+    }
+
+    fn mark_private(&mut self, npc: usize, index: u64) {
+        let log = &self.before[npc];
+        let index = if log.is_empty() {
+            index
+        } else {
+            index % log.len() as u64
+        };
+        // Only a player line can be marked; replies to it follow it.
+        if let Some((Role::User, text)) = log.get(index as usize) {
+            // The line and every reply to it become private: tags of the line
+            // itself, and replies to it, which carry `r:` and the line's tag.
+            let own: Vec<String> = tags(text).iter().map(|t| t.to_string()).collect();
+            let mut marked = own.clone();
+            marked.extend(
+                own.iter()
+                    .filter(|t| !t.starts_with("r:"))
+                    .map(|t| format!("r:{t}")),
+            );
+            for tag in marked {
+                let held_by = (0..NPCS)
+                    .filter(|&other| other != npc && self.holds(other, &tag))
+                    .collect();
+                self.private.push(Private {
+                    tag,
+                    owner: npc,
+                    held_by,
+                });
+            }
+        }
+        self.write(MarkPrivate::new(self.ids[npc].clone(), index as LogIndex));
+    }
+
+    fn file(&mut self, name: &str) -> PathBuf {
+        self.files += 1;
+        let folder = self.dir.join(format!("{name}-{}", self.files));
+        std::fs::create_dir_all(&folder).unwrap();
+        folder.join("memory.json")
+    }
+
+    fn save(&mut self) {
+        let path = self.file("save");
+        let ended = |world: &World| {
+            let saved = world.resource::<Inbox<MemorySaved>>().0.iter();
+            let failed = world.resource::<Inbox<MemorySaveFailed>>().0.iter();
+            saved.filter(|s| s.path == path).count() + failed.filter(|f| f.path == path).count()
+        };
+        self.write(SaveMemory::new(path.clone()));
+        self.h.run_until("the save ends", |world| ended(world) > 0);
+        let (_, read) = SaveGame::read_from(&path, u64::MAX).expect("the save reads back");
+        assert_eq!(read.npcs, self.current().npcs, "the save holds the memory");
+        self.saves.push((path, read));
+    }
+
+    fn load(&mut self) {
+        let Some((path, saved)) = self.saves.pop() else {
+            let missing = self.dir.join("never-saved.json");
+            let failed = self.count::<MemoryLoadFailed>();
+            self.h.load_from(&missing);
+            assert_eq!(
+                self.count::<MemoryLoadFailed>(),
+                failed + 1,
+                "nothing to load"
+            );
+            return;
+        };
+        let loaded = self.count::<MemoryLoaded>();
+        self.h.load_from(&path);
+        assert_eq!(self.count::<MemoryLoaded>(), loaded + 1, "the save loads");
+        self.may_shrink = vec![true; NPCS];
+        self.private_as_loaded();
+        self.slot = path;
+        // As loaded: the live personas apply again, and a summary they make due
+        // may follow.
+        assert_same_memory(&saved, &self.current());
+    }
+
+    fn restore(&mut self) {
+        let Some(snapshot) = self.snapshot.clone() else {
+            return;
+        };
+        let restored = self.count::<MemoryRestored>();
+        self.h
+            .app
+            .insert_resource(NpcMemorySnapshot::restore(snapshot.clone()));
+        self.h.run_until("the snapshot is restored", |world| {
+            world.resource::<Inbox<MemoryRestored>>().0.len()
+                + world.resource::<Inbox<MemoryRestoreFailed>>().0.len()
+                > restored
+        });
+        assert!(
+            self.h.inbox::<MemoryRestoreFailed>().is_empty(),
+            "{:?}",
+            self.h.inbox::<MemoryRestoreFailed>()
+        );
+        self.may_shrink = vec![true; NPCS];
+        self.private_as_loaded();
+        // As loaded: the live personas apply again, and a summary they make due
+        // may follow.
+        assert_same_memory(&snapshot, &self.current());
+    }
+
+    /// The slot as a kill would leave it: the files as they are this instant, the
+    /// journal cut at any byte; then the next start loads it.
+    fn kill(&mut self, cut: f64) {
+        let slot = self.slot.clone();
+        let copy = self.file("killed");
+        for (from, to) in [
+            (slot.clone(), copy.clone()),
+            (journal_path(&slot), journal_path(&copy)),
+            (backup_path(&slot), backup_path(&copy)),
+            (
+                journal_path(&backup_path(&slot)),
+                journal_path(&backup_path(&copy)),
+            ),
+        ] {
+            let _ = std::fs::copy(from, to);
+        }
+        if !copy.exists() {
+            return;
+        }
+        cut_file(&journal_path(&copy), cut);
+        let loaded = self.count::<MemoryLoaded>();
+        self.h.load_from(&copy);
+        assert_eq!(
+            self.count::<MemoryLoaded>(),
+            loaded + 1,
+            "a killed slot loads: {:?}",
+            self.h.inbox::<MemoryLoadFailed>().last()
+        );
+        self.may_shrink = vec![true; NPCS];
+        self.private_as_loaded();
+        self.slot = copy;
+    }
+
+    pub fn check(&self) {
+        let now: Vec<Log> = (0..NPCS).map(|npc| self.log(npc)).collect();
+        // L2 only grows, but for a clear or a load.
+        let steps = self.before.iter().zip(&now).zip(&self.may_shrink);
+        for (npc, ((before, now), _)) in steps.enumerate().filter(|(_, (_, shrink))| !**shrink) {
+            assert!(now.len() >= before.len(), "NPC {npc}'s log shrank");
+            for (i, (was, is)) in before.iter().zip(now).enumerate() {
+                assert_eq!(was, is, "NPC {npc}'s entry {i} changed");
+            }
+        }
+        // What a load or a killed autosave brings back, the NPC had at some point.
+        if self.may_shrink.iter().all(|&s| s) {
+            for (npc, (held, history)) in now.iter().zip(&self.history).enumerate() {
+                assert!(
+                    held.is_empty() || history.iter().any(|log| log.starts_with(held)),
+                    "NPC {npc} loaded a log it never had"
+                );
+            }
+        }
+        // Every state saves, and the save reads back equal.
+        let save = self.current();
+        save.validate().expect("the writer accepts the state");
+        let bytes = save.to_bytes(SaveFormat::Json).expect("the state encodes");
+        let read = SaveGame::from_bytes(&bytes).expect("the save loads");
+        assert_eq!(read.npcs, save.npcs, "the save loads back equal");
+        assert!(
+            self.h.inbox::<MemorySaveFailed>().is_empty(),
+            "a save failed: {:?}",
+            self.h.inbox::<MemorySaveFailed>()
+        );
+        // Private lines and replies to them stay with their NPC.
+        for private in &self.private {
+            let needle = format!("⟦{}⟧", private.tag);
+            for other in (0..NPCS).filter(|&o| o != private.owner && !private.held_by.contains(&o))
+            {
+                assert!(
+                    !self.holds(other, &private.tag),
+                    "{} reached NPC {other}'s log",
+                    private.tag
+                );
+                for request in self.requests.iter().filter(|r| r.npc == self.ids[other]) {
+                    assert!(
+                        !request.messages.iter().any(|m| m.content.contains(&needle)),
+                        "{} reached a prompt of NPC {other}: {:?}",
+                        private.tag,
+                        request
+                            .messages
+                            .iter()
+                            .find(|m| m.content.contains(&needle))
+                    );
+                }
+            }
+        }
+        // No prompt passes its cap, and what a layered NPC sent is what it built.
+        let contexts = self.h.app.world().resource::<ContextMemoryManager>();
+        for (npc, id) in self.ids.iter().enumerate() {
+            let config = &save
+                .npcs
+                .iter()
+                .find(|n| n.id == *id)
+                .expect("saved")
+                .memory
+                .config;
+            let sent: Vec<&ChatRequest> = self
+                .requests
+                .iter()
+                .filter(|r| r.purpose() == Purpose::Reply && r.npc == *id)
+                .collect();
+            if config.features.budget.max_tokens.is_none() {
+                for request in sent {
+                    let messages = request.messages.len();
+                    let cap = config.hard_cap();
+                    assert!(
+                        messages <= cap,
+                        "NPC {npc}: {messages} messages, hard cap {cap}"
+                    );
+                }
+            } else if let [first, rounds @ ..] = sent.as_slice() {
+                let built = contexts
+                    .get(id)
+                    .and_then(|c| c.last_prompt())
+                    .expect("a prompt");
+                assert!(
+                    sent.iter().any(|r| r.messages == built.messages),
+                    "NPC {npc} sent the prompt it built"
+                );
+                if rounds.is_empty() {
+                    check_layered_cap(npc, config, built);
+                } else {
+                    // A turn with actions: its later rounds are its prompt with
+                    // the calls and results appended, so the cap holds the first.
+                    check_turn_cap(npc, config, &first.messages);
+                }
+            }
+        }
+        // Every line got its reply or its failure.
+        assert_eq!(
+            self.count::<NpcReplied>() + self.count::<NpcReplyFailed>(),
+            self.talks,
+            "every line has an outcome"
+        );
+    }
+}
+
+/// A layered prompt fits its budget (a follow-up: the budget plus its growth).
+/// Only one built afresh may pass it, when lines no summary covers yet must be
+/// sent, and then it holds at most the hard cap of lines besides its system notes.
+fn check_layered_cap(npc: usize, config: &MemoryConfig, built: &AssembledPrompt) {
+    let budget = &config.features.budget;
+    let tokens = estimate_prompt_tokens(&built.messages);
+    if built.follow_up {
+        let cap = budget.follow_up_cap().expect("follow-ups are on");
+        assert!(
+            tokens <= cap,
+            "NPC {npc}: a follow-up of {tokens} tokens, cap {cap}"
+        );
+        return;
+    }
+    let lines = built
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .count();
+    let max = budget.max_tokens.expect("a budget");
+    let cap = config.hard_cap();
+    assert!(
+        tokens <= max || lines <= cap,
+        "NPC {npc}: {tokens} tokens over a budget of {max}, and {lines} lines over the hard cap {cap}"
+    );
+}
+
+/// The first prompt of a turn with actions, which may be a follow-up or fresh.
+fn check_turn_cap(npc: usize, config: &MemoryConfig, messages: &[PromptMessage]) {
+    let budget = &config.features.budget;
+    let tokens = estimate_prompt_tokens(messages);
+    let cap = budget
+        .follow_up_cap()
+        .or(budget.max_tokens)
+        .expect("a budget");
+    let lines = messages.iter().filter(|m| m.role != Role::System).count();
+    assert!(
+        tokens <= cap || lines <= config.hard_cap(),
+        "NPC {npc}: a turn's prompt of {tokens} tokens and {lines} lines"
+    );
+}
+
+fn cut_file(path: &Path, share: f64) {
+    if let Ok(bytes) = std::fs::read(path) {
+        let keep = (bytes.len() as f64 * share) as usize;
+        std::fs::write(path, &bytes[..keep.min(bytes.len())]).unwrap();
+    }
+}
+
+/// Two saves hold the same memory: every log, summary and fact (personas and
+/// settings are the live ones after a load).
+fn assert_same_memory(expected: &SaveGame, actual: &SaveGame) {
+    assert_eq!(expected.npcs.len(), actual.npcs.len(), "the same NPCs");
+    for (e, a) in expected.npcs.iter().zip(&actual.npcs) {
+        assert_eq!(e.id, a.id);
+        assert_eq!(e.memory.log, a.memory.log, "{}'s log", e.id);
+        assert_eq!(e.memory.summary, a.memory.summary, "{}'s summary", e.id);
+        assert_eq!(e.memory.facts, a.memory.facts, "{}'s facts", e.id);
+    }
+}

@@ -1,0 +1,265 @@
+//! What the state machine does: its steps and how they are drawn.
+
+use bevy_npc_memory::prelude::NpcId;
+use proptest::prelude::*;
+use proptest_state_machine::ReferenceStateMachine;
+
+/// How many NPCs a run has. The first is basic (ECHO-7's window 4, threshold 2),
+/// the second layered, the third basic with an action.
+pub const NPCS: usize = 3;
+
+/// Text a player, a game or a model could send: any Unicode, the scripts and
+/// marks that break naive code, and now and then something very long.
+pub fn text() -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => "\\PC{0,80}",
+        2 => any::<String>(),
+        2 => prop::sample::select(vec![
+            "नमस्ते, मैं एलेक्स हूँ",
+            "สวัสดีครับ ผมชื่ออเล็กซ์",
+            "\u{1100}\u{1161}\u{11A8} 한국어",
+            "👩‍🔧🔧 fix the 🔋",
+            "e\u{301}\u{302}\u{303} a\u{20DD}",
+            "\u{202E}lexA\u{202C} \u{2067}abc\u{2069}",
+            "",
+            "   ",
+        ])
+        .prop_map(str::to_owned),
+        1 => "\\PC{500,5000}",
+    ]
+    .boxed()
+}
+
+/// The NPCs' ids: any Unicode, one of them past the length ids are shortened at.
+fn ids() -> impl Strategy<Value = Vec<String>> {
+    ("\\PC{1,24}", "[a-z]{1,8}", "\\PC{250,320}")
+        .prop_map(|(a, b, c)| vec![a, b, c])
+        .prop_filter("three distinct NPCs", |ids| {
+            let ids: Vec<NpcId> = ids.iter().map(|id| NpcId::new(id.as_str())).collect();
+            ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]
+        })
+}
+
+/// How the backend answers a line.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// Words, streamed.
+    Say(String),
+    /// An error.
+    Fail,
+    /// Nothing, until the game interrupts the NPC.
+    Interrupted,
+    /// A call of the NPC's action (valid arguments or not), then words; or a call
+    /// of an action the game answers later, and never does: it times out.
+    Act {
+        door: String,
+        valid: bool,
+        unanswered: bool,
+    },
+}
+
+/// Where a piece of lore is known.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope {
+    World,
+    Npc(usize),
+}
+
+/// One public operation.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Talk {
+        npc: usize,
+        text: String,
+        private: bool,
+        by_entity: bool,
+        reply: Reply,
+    },
+    Witness {
+        witnesses: Vec<usize>,
+        text: String,
+    },
+    ShareEntry {
+        from: usize,
+        to: usize,
+        index: u64,
+    },
+    ShareQuery {
+        from: usize,
+        to: usize,
+        query: String,
+    },
+    ShareFact {
+        from: usize,
+        to: usize,
+    },
+    MarkPrivate {
+        npc: usize,
+        index: u64,
+    },
+    SetFact {
+        npc: usize,
+        value: String,
+    },
+    RemoveFact {
+        npc: usize,
+    },
+    AddLore {
+        id: u8,
+        scope: Scope,
+        text: String,
+    },
+    UpdateLore {
+        id: u8,
+        text: String,
+    },
+    RemoveLore {
+        id: u8,
+    },
+    ChangePersona {
+        npc: usize,
+        text: String,
+    },
+    Reconfigure {
+        npc: usize,
+        window: usize,
+        budget: Option<usize>,
+    },
+    SummarizeNow {
+        npc: usize,
+    },
+    SwitchBackend {
+        offline: bool,
+    },
+    Clear {
+        npc: usize,
+    },
+    Save,
+    Load,
+    TakeSnapshot,
+    RestoreSnapshot,
+    /// The game is killed while autosave writes: the slot as it is on disk, its
+    /// journal cut at any byte, is what the next start loads.
+    Kill {
+        cut: f64,
+    },
+}
+
+impl Step {
+    /// How many kinds of step there are.
+    pub const KINDS: usize = 21;
+
+    /// The step's kind, for counting what a run covered.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Talk { .. } => "talk",
+            Step::Witness { .. } => "witness",
+            Step::ShareEntry { .. } => "share entry",
+            Step::ShareQuery { .. } => "share query",
+            Step::ShareFact { .. } => "share fact",
+            Step::MarkPrivate { .. } => "mark private",
+            Step::SetFact { .. } => "set fact",
+            Step::RemoveFact { .. } => "remove fact",
+            Step::AddLore { .. } => "add lore",
+            Step::UpdateLore { .. } => "update lore",
+            Step::RemoveLore { .. } => "remove lore",
+            Step::ChangePersona { .. } => "change persona",
+            Step::Reconfigure { .. } => "reconfigure",
+            Step::SummarizeNow { .. } => "summarize now",
+            Step::SwitchBackend { .. } => "switch backend",
+            Step::Clear { .. } => "clear",
+            Step::Save => "save",
+            Step::Load => "load",
+            Step::TakeSnapshot => "take snapshot",
+            Step::RestoreSnapshot => "restore snapshot",
+            Step::Kill { .. } => "kill",
+        }
+    }
+}
+
+/// The reference model: only what steps are drawn from.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub ids: Vec<String>,
+}
+
+fn npc() -> impl Strategy<Value = usize> {
+    0..NPCS
+}
+
+fn two_npcs() -> impl Strategy<Value = (usize, usize)> {
+    (npc(), 1..NPCS).prop_map(|(from, offset)| (from, (from + offset) % NPCS))
+}
+
+fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        6 => text().prop_map(Reply::Say),
+        1 => Just(Reply::Fail),
+        1 => Just(Reply::Interrupted),
+        2 => (text(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(
+            |(door, valid, unanswered)| Reply::Act { door, valid, unanswered }
+        ),
+    ]
+}
+
+fn scope() -> impl Strategy<Value = Scope> {
+    prop_oneof![Just(Scope::World), npc().prop_map(Scope::Npc)]
+}
+
+impl ReferenceStateMachine for Model {
+    type State = Model;
+    type Transition = Step;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        ids().prop_map(|ids| Model { ids }).boxed()
+    }
+
+    fn transitions(_: &Model) -> BoxedStrategy<Step> {
+        prop_oneof![
+            12 => (npc(), text(), any::<bool>(), any::<bool>(), reply()).prop_map(
+                |(npc, text, private, by_entity, reply)| Step::Talk {
+                    npc,
+                    text,
+                    private,
+                    by_entity,
+                    reply,
+                }
+            ),
+            2 => (prop::collection::vec(npc(), 1..=NPCS), text())
+                .prop_map(|(witnesses, text)| Step::Witness { witnesses, text }),
+            3 => (two_npcs(), any::<u64>())
+                .prop_map(|((from, to), index)| Step::ShareEntry { from, to, index }),
+            1 => (two_npcs(), text())
+                .prop_map(|((from, to), query)| Step::ShareQuery { from, to, query }),
+            1 => two_npcs().prop_map(|(from, to)| Step::ShareFact { from, to }),
+            2 => (npc(), any::<u64>()).prop_map(|(npc, index)| Step::MarkPrivate { npc, index }),
+            1 => (npc(), text()).prop_map(|(npc, value)| Step::SetFact { npc, value }),
+            1 => npc().prop_map(|npc| Step::RemoveFact { npc }),
+            1 => (0..4u8, scope(), text())
+                .prop_map(|(id, scope, text)| Step::AddLore { id, scope, text }),
+            1 => (0..4u8, text()).prop_map(|(id, text)| Step::UpdateLore { id, text }),
+            1 => (0..4u8).prop_map(|id| Step::RemoveLore { id }),
+            1 => (npc(), text()).prop_map(|(npc, text)| Step::ChangePersona { npc, text }),
+            1 => (npc(), 2..12usize, prop::option::of(200..1500usize)).prop_map(
+                |(npc, window, budget)| Step::Reconfigure {
+                    npc,
+                    window,
+                    budget,
+                }
+            ),
+            1 => npc().prop_map(|npc| Step::SummarizeNow { npc }),
+            1 => any::<bool>().prop_map(|offline| Step::SwitchBackend { offline }),
+            1 => npc().prop_map(|npc| Step::Clear { npc }),
+            1 => Just(Step::Save),
+            1 => Just(Step::Load),
+            1 => Just(Step::TakeSnapshot),
+            1 => Just(Step::RestoreSnapshot),
+            1 => (0.0..1.0f64).prop_map(|cut| Step::Kill { cut }),
+        ]
+        .boxed()
+    }
+
+    fn apply(model: Model, _: &Step) -> Model {
+        model
+    }
+}
