@@ -230,8 +230,9 @@ impl JournaledSlot {
 
     /// Writes `save` crash-safely and returns the bytes written: a journal record
     /// when only part of the memory changed since the last write, a whole snapshot
-    /// (the length of one copy) the first time and when the journal is compacted. Share unchanged NPCs
-    /// (`Arc`s) with the previous save and comparing them costs nothing. Blocking.
+    /// (the length of one copy) the first time and when the journal is compacted.
+    /// Share unchanged NPCs (`Arc`s) with the previous save and comparing them
+    /// costs nothing. Blocking.
     pub fn write(&self, save: &Arc<SaveGame>) -> Result<usize, SaveError> {
         write_slot(
             save,
