@@ -95,9 +95,10 @@
 //! are log entries like any other, quoted in prompts and kept in saves. The
 //! actions reach backends in [`ChatRequest::actions`](crate::backends::ChatRequest::actions):
 //! the HTTP backend offers them as OpenAI-style `tools` and reads the model's
-//! `tool_calls`, the scripted backend plays calls a test scripts, and one that
-//! cannot call tools (the offline backend, and for now the in-process model)
-//! answers in words as before. A handler that writes
+//! `tool_calls`, the in-process model answers with call objects a grammar made from
+//! the actions' schemas holds it to, the scripted backend plays calls a test
+//! scripts, and one that cannot call tools (the offline backend) answers in words.
+//! A handler that writes
 //! [`SetPinnedFact`](crate::prelude::SetPinnedFact) (a promise kept, say) is
 //! heard before the turn's follow-up request is built, so the NPC already knows.
 //!

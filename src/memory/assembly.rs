@@ -447,8 +447,8 @@ fn message_tokens(message: &ChatMessage, labels: Option<&str>) -> usize {
 /// the default player, `None` otherwise. Once a second voice is in the log, every
 /// player line in the window is labelled, the default player's too: an unlabelled
 /// line among labelled ones would leave the model to guess whose it is. A
-/// single-player conversation is never labelled, so its prompts are exactly as
-/// before speakers existed. Asked of the whole log, not the window, so a line's
+/// single-player conversation is never labelled: its prompts carry no speaker
+/// names. Asked of the whole log, not the window, so a line's
 /// label does not change as the window slides.
 pub(crate) fn player_label_if_mixed<'a>(
     log: &ChatLog,

@@ -10,8 +10,8 @@ use super::segments::SegmentConfig;
 
 /// Sizes and limits of one NPC's memory.
 ///
-/// The defaults follow the seed: a 20-message window (system prompt included) and a
-/// summary every half window.
+/// The defaults are the three-layer design's: a 20-message window (system prompt
+/// included) and a summary every half window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
 #[reflect(Debug, PartialEq, Default, Clone)]

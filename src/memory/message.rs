@@ -58,7 +58,7 @@ pub struct ChatMessage {
     pub origin: Origin,
     /// Who said a player line, when it was not the default player (a co-op player
     /// or another NPC). `None` for the default player and for every other entry,
-    /// so single-player logs and saves are exactly as before speakers existed.
+    /// so a single-player log and its save carry no speaker at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker: Option<SpeakerId>,
 }

@@ -74,8 +74,8 @@ pub enum SpeakerError {
 /// Who says a line to an NPC: a stable id and a display name.
 ///
 /// The default, [`SpeakerId::player`], is the game's single player: lines from it
-/// are recorded and shown exactly as before speakers existed, and prompts name it
-/// with the persona's player label. Any other speaker is a co-op player or an NPC
+/// carry no speaker in the log or the save, and prompts name it with the persona's
+/// player label. Any other speaker is a co-op player or an NPC
 /// ([`SpeakerId::npc`]); its lines carry it in the log, prompts label them with its
 /// name, and the name it gives goes under its own fact key
 /// ([`fact_key`](Self::fact_key)).

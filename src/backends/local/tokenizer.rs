@@ -7,7 +7,7 @@
 //! the real tokens, ending the player's turn and opening a system one. So the
 //! template's text is split at its special tokens here, the way llama.cpp splits
 //! it; everything between them (template text and message text together, so words
-//! tokenize exactly as before) is tokenized with special parsing off.
+//! tokenize as they would in one piece) is tokenized with special parsing off.
 //!
 //! Off is not quite enough: llama.cpp still matches *user-defined* tokens in plain
 //! text. If message text yields any special token anyway, that stretch is cut

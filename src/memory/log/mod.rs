@@ -41,7 +41,7 @@ impl ChatLog {
         speaker: Option<SpeakerId>,
     ) -> LogIndex {
         let index = self.next_index();
-        // The default player is never stored, so its lines are saved as before.
+        // The default player is never stored: a single-player log saves no speaker.
         let speaker = speaker.filter(|s| !s.is_player());
         if let Some(speaker) = &speaker {
             match self.speakers.iter_mut().find(|s| s.id() == speaker.id()) {

@@ -130,7 +130,7 @@ impl LayersMut<'_> {
             Origin::Said => {
                 let speaker = match message.role {
                     // Whoever said it: a co-op player or an NPC by its own name,
-                    // the default player by the persona's label, as before.
+                    // the default player by the persona's label.
                     Role::User => message
                         .speaker_label(&self.context.persona.style.player_name)
                         .to_owned(),

@@ -65,8 +65,8 @@ pub(crate) fn job_for_in_flight(log: &ChatLog, context: &ContextMemory) -> Summa
         };
         let instruction = if wants_facts {
             let mut instruction = format!("{instruction}\n\n{}", facts_instruction(style.language));
-            // Only when another speaker is in this transcript, so single-player
-            // requests are worded exactly as before.
+            // Only when another speaker is in this transcript: a single-player
+            // request says nothing of speakers.
             if messages.iter().any(|m| m.speaker.is_some()) {
                 instruction.push('\n');
                 instruction.push_str(speakers_instruction(style.language));
