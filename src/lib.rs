@@ -178,9 +178,9 @@ mod trace;
 pub use schemars;
 
 pub use plugin::{
-    ClockSource, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin, NpcMemorySettings,
-    NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader, RECALL_BUILD_OFF_THREAD,
-    SaveSettings, TierMemory, TierOverrides,
+    ClockSource, ImportUnitySave, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin,
+    NpcMemorySettings, NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader,
+    RECALL_BUILD_OFF_THREAD, SaveSettings, TierMemory, TierOverrides,
 };
 
 /// The types most games need: the plugin and its settings, NPCs and personas, the
@@ -203,13 +203,13 @@ pub mod prelude {
     // Lore shared by NPCs: files, the store resource, and run-time changes.
     pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, ImportUnitySave, LlmUsage,
-        LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored,
-        MemorySaveFailed, MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryLoads,
-        NpcMemoryPlugin, NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied,
-        NpcReplyDelta, NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona,
-        ReconfigureNpcMemory, RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows,
-        SaveMemory, SaveSettings, SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
+        ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, LlmUsage, LoadMemory,
+        MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, MemorySaveFailed,
+        MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryLoads, NpcMemoryPlugin,
+        NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied, NpcReplyDelta,
+        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
+        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
+        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
     };
     // When requests go: tiers, memory per tier, budget, and the scheduler's state.
     pub use crate::plugin::{

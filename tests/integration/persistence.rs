@@ -722,7 +722,10 @@ fn the_seeds_unity_save_is_imported_into_one_npc() {
     h.spawn_from_file("echo7", "npcs/echo7.zh.npc.ron");
     h.app
         .world_mut()
-        .write_message(ImportUnitySave::new(path.clone(), NpcId::new("echo7")));
+        .write_message(bevy_npc_memory::ImportUnitySave::new(
+            path.clone(),
+            NpcId::new("echo7"),
+        ));
     h.wait_for::<MemoryLoaded>(1);
     assert_eq!(
         h.log("echo7"),
