@@ -3,7 +3,7 @@
 
 use bevy_egui::egui;
 
-use super::panel::message;
+use super::message_row::message;
 use super::report::NpcMemoryReport;
 use super::section::DebugSection;
 use crate::memory::LoreScope;

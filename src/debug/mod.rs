@@ -9,6 +9,8 @@ mod knowledge;
 #[cfg(feature = "debug-ui")]
 mod layered;
 #[cfg(feature = "debug-ui")]
+mod message_row;
+#[cfg(feature = "debug-ui")]
 mod panel;
 mod report;
 #[cfg(feature = "debug-ui")]

@@ -6,9 +6,10 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPlugin, EguiPrimaryContextPass, egui};
 
-use super::report::{MessageRow, NpcMemoryReport};
+use super::message_row::message;
+use super::report::NpcMemoryReport;
 use super::section::DebugSection;
-use crate::memory::{MemoryConfig, NpcId, Origin, Role};
+use crate::memory::{MemoryConfig, NpcId};
 use crate::plugin::{
     ChatLogs, ClearNpcMemory, ContextMemoryManager, LlmUsage, LoadMemory, NpcRequests,
     ReconfigureNpcMemory, RollingWindows, SaveMemory, SaveSettings, SummarizeNow, UsageStats,
@@ -129,8 +130,6 @@ struct Actions<'w> {
     load: MessageWriter<'w, LoadMemory>,
     reconfigure: MessageWriter<'w, ReconfigureNpcMemory>,
 }
-
-const UNSUMMARIZED: egui::Color32 = egui::Color32::from_rgb(255, 190, 60);
 
 fn draw_panel(
     mut egui: EguiContexts,
@@ -381,46 +380,6 @@ fn draw_actions(
                 .write(ReconfigureNpcMemory::new(npc, config));
         }
     });
-}
-
-pub(super) fn message(ui: &mut egui::Ui, row: &MessageRow) {
-    let who = match (&row.origin, row.role) {
-        (Origin::Witnessed { .. }, _) => "saw",
-        (Origin::Heard(_), _) => "heard",
-        (Origin::Acted(_), _) => "acted",
-        (Origin::SaidPrivately, Role::User) => "player · private",
-        (Origin::SaidPrivately, _) => "npc · private",
-        (_, Role::System) => "system",
-        (_, Role::User) => "player",
-        (_, Role::Assistant) => "npc",
-    };
-    // Co-op players and NPC speakers by name; the single player stays "player".
-    let who = match &row.speaker {
-        Some(speaker) if row.role == Role::User => {
-            format!(
-                "{} ({}){}",
-                speaker.name(),
-                speaker.id(),
-                &who["player".len()..]
-            )
-        }
-        _ => who.to_owned(),
-    };
-    let index = row.index.map_or(String::new(), |i| format!("#{i} "));
-    let marker = if row.unsummarized {
-        " ● unsummarized"
-    } else {
-        ""
-    };
-    let head =
-        egui::RichText::new(format!("{index}{who} · ~{} tokens{marker}", row.tokens)).small();
-    ui.label(if row.unsummarized {
-        head.color(UNSUMMARIZED)
-    } else {
-        head
-    });
-    let text: String = row.text.chars().take(400).collect();
-    ui.label(text);
 }
 
 fn usage(ui: &mut egui::Ui, title: &str, stats: Option<&UsageStats>) {

@@ -20,10 +20,13 @@ mod config;
 mod context;
 mod facts;
 mod forgetting;
+mod invalid_field;
 mod log;
 mod lore;
 mod message;
+mod notes;
 mod npc;
+mod npc_id;
 mod origin;
 mod parts;
 mod persona;
@@ -72,6 +75,7 @@ pub use facts::{
     FactStatus, FactsConfig, FactsError, HeardFact, PinnedFacts,
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
+pub use invalid_field::InvalidField;
 pub use log::ChatLog;
 pub use log::recall::{
     RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
@@ -81,13 +85,14 @@ pub use lore::{
     MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
     SharedKnowledge,
 };
-pub use message::{ChatMessage, LogIndex, MAX_NPC_ID_CHARS, NpcId, PromptMessage, Role};
+pub use message::{ChatMessage, LogIndex, PromptMessage, Role};
 pub use npc::{
     Acted, ActionRecord, LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded,
     Replied, ReplyInput, Told, ToldFact, Turn, preview_prompt,
 };
+pub use npc_id::{MAX_NPC_ID_CHARS, NpcId};
 pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
-pub use parts::{InvalidField, MemoryParts};
+pub use parts::MemoryParts;
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
 pub use reply_fields::{
     MAX_REPLY_FIELD_CHARS, MAX_REPLY_FIELD_VALUES, MAX_REPLY_FIELDS, MAX_REPLY_TAG_CHARS,

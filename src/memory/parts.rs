@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation, SummaryRecord};
 use super::facts::PinnedFacts;
+use super::invalid_field::InvalidField;
 use super::log::ChatLog;
 use super::log::recall::{RecallIndex, RecallState};
 use super::message::{ChatMessage, LogIndex};
@@ -45,17 +46,6 @@ pub struct MemoryParts {
     /// What the recall index learned beyond the log: access counts and forgotten
     /// messages. The index itself is rebuilt from the log on load.
     pub recall: RecallState,
-}
-
-/// Why saved memory was refused: the field (a path such as `recall.forgotten[2]`)
-/// and what is wrong with it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {problem}")]
-pub struct InvalidField {
-    /// Where in the memory.
-    pub field: String,
-    /// What is wrong.
-    pub problem: String,
 }
 
 impl MemoryParts {

@@ -43,6 +43,17 @@ fn needs_unicode_escape(ch: char) -> bool {
         )
 }
 
+/// A name as prompts show it: bare when it is plain, quoted when it could break the
+/// line or pose as something else.
+pub(crate) fn quote_name(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.chars().count() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '\''));
+    if plain { name.to_owned() } else { quote(name) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

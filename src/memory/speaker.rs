@@ -8,8 +8,7 @@ use std::sync::Arc;
 use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize, std_traits::ReflectDefault};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::facts::FactKey;
-use super::message::NpcId;
+use super::npc_id::NpcId;
 
 /// Longest speaker id, in characters. `player_name:` plus the id must fit a
 /// [`FactKey`], with room to spare.
@@ -166,17 +165,6 @@ impl SpeakerId {
         self.0.id.strip_prefix(NPC_PREFIX).map(NpcId::new)
     }
 
-    /// The fact key for the name this speaker gives: `player_name` for the
-    /// default player, `player_name:<id>` for anyone else, so co-op players' names
-    /// never overwrite each other.
-    pub fn fact_key(&self) -> FactKey {
-        if self.is_player() {
-            FactKey::PLAYER_NAME
-        } else {
-            FactKey::player_name_of(&self.0.id)
-        }
-    }
-
     /// How prompts and transcripts name this speaker: `player_label` (the
     /// persona's) for the default player, the display name for anyone else.
     pub fn label<'a>(&'a self, player_label: &'a str) -> &'a str {
@@ -296,6 +284,7 @@ impl<'de> Deserialize<'de> for SpeakerId {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::FactKey;
 
     #[test]
     fn a_speaker_is_one_pointer_and_compares_by_value() {

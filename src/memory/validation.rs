@@ -9,8 +9,9 @@ use std::ops::Range;
 use super::config::MemoryConfig;
 use super::context::SUMMARY_ATTEMPTS;
 use super::context::{Degradation, SummaryRecord};
+use super::invalid_field::InvalidField;
 use super::message::LogIndex;
-use super::parts::{InvalidField, MemoryParts};
+use super::parts::MemoryParts;
 
 /// The largest window, threshold or hard cap a memory may have, in messages.
 pub const MAX_WINDOW_MESSAGES: usize = 100_000;

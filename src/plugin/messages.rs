@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use super::turn::TurnId;
+use super::npc::TurnId;
 use crate::backends::{BackendError, ChatBackend};
 use crate::memory::{
     Degradation, FactChange, FactKey, LogIndex, MemoryConfig, NpcId, ReplyFields, SpeakerId,
@@ -486,7 +486,7 @@ impl SwitchBackend {
     pub fn replies(backend: impl ChatBackend) -> Self {
         Self {
             #[cfg(feature = "local-llm")]
-            local_model: super::local_model_of(&backend),
+            local_model: crate::backends::LocalLlmBackend::of(&backend),
             replies: Some(Arc::new(backend)),
             summaries: SummaryBackend::Unchanged,
         }
@@ -496,7 +496,7 @@ impl SwitchBackend {
     pub fn summaries(backend: impl ChatBackend) -> Self {
         Self {
             #[cfg(feature = "local-llm")]
-            local_model: super::local_model_of(&backend),
+            local_model: crate::backends::LocalLlmBackend::of(&backend),
             replies: None,
             summaries: SummaryBackend::Own(Arc::new(backend)),
         }
@@ -507,7 +507,7 @@ impl SwitchBackend {
     pub fn both(backend: impl ChatBackend) -> Self {
         Self {
             #[cfg(feature = "local-llm")]
-            local_model: super::local_model_of(&backend),
+            local_model: crate::backends::LocalLlmBackend::of(&backend),
             replies: Some(Arc::new(backend)),
             summaries: SummaryBackend::SameAsReplies,
         }

@@ -5,6 +5,7 @@ mod bridge;
 mod clock;
 mod data_file;
 mod dialogue;
+mod entities;
 mod entity_events;
 mod knowledge;
 mod layers;
@@ -12,18 +13,18 @@ mod layers;
 mod local_model;
 mod lore;
 mod messages;
+mod npc;
 mod npc_commands;
-mod npc_state;
 mod persona;
 mod rebuild;
 mod requests;
 mod saves;
 mod schedule;
+mod sets;
 mod settings;
 mod systems;
 mod telemetry;
 mod tier_memory;
-mod turn;
 mod usage;
 
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ use bevy::prelude::*;
 
 pub use actions::{ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction};
 pub use clock::{ClockSource, NpcMemoryClock};
+pub use entities::NpcEntities;
 pub use entity_events::{Acted, Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};
 pub use layers::{ChatLogs, ContextMemoryManager, FactKnower, Knower, RollingWindows};
@@ -44,9 +46,9 @@ pub use messages::{
     NpcReplyStarted, NpcSummaryUpdated, ReconfigureNpcMemory, RemovePinnedFact, ReplyError,
     SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
 };
+pub use npc::{MemoryTier, NpcState, PersonaFeatures, TierMemory, TierOverrides, TurnId};
 pub use npc_commands::NpcCommandsExt;
-pub use npc_state::{NpcEntities, NpcState};
-pub use persona::{Npc, Persona, PersonaError, PersonaFeatures, PersonaLoader};
+pub use persona::{Npc, Persona, PersonaError, PersonaLoader};
 pub use rebuild::{NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
 pub use requests::NpcRequests;
 pub use saves::{
@@ -54,36 +56,15 @@ pub use saves::{
     MemoryRestored, MemorySaveFailed, MemorySaved, NpcMemorySnapshot, ResumeAutosave, SaveMemory,
     SaveSettings,
 };
-pub use schedule::{BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier};
-pub use settings::NpcMemorySettings;
+pub use schedule::{BudgetUse, NpcMemoryScheduler, SetMemoryTier};
+pub use sets::NpcMemorySystems;
+pub use settings::{NpcMemorySettings, ScheduleSettings};
 pub use telemetry::{TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile};
-pub use tier_memory::{TierMemory, TierOverrides};
-pub use turn::TurnId;
 pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::backends::{ChatBackend, OfflineBackend};
 use crate::memory::MemoryFeatures;
-
-/// The plugin's systems, in pipeline order. They run in `Update`; order your own
-/// systems against these sets, e.g. `.after(NpcMemorySystems::Collect)` to see
-/// replies the frame they arrive.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NpcMemorySystems {
-    /// Loads asked for and memory snapshots the game put in start (their memory is
-    /// built off the main thread), finished ones are swapped in; personas that were
-    /// spawned, loaded or edited reach their NPC's memory.
-    Personas,
-    /// Player lines, clears, reconfigurations and summary requests are taken;
-    /// requests start.
-    Intake,
-    /// Finished requests come back: replies and summaries enter memory; actions
-    /// the replies call run (their handlers are exclusive systems of this set),
-    /// enter memory, and their follow-ups start.
-    Collect,
-    /// Saves, loads and autosave: snapshots go to the IO task pool, results come
-    /// back. Last, [`NpcMemorySnapshot`] is brought up to date.
-    Persist,
-}
+use sets::IntakeStep;
 
 /// Gives NPCs LLM-driven dialogue with layered memory.
 ///
@@ -141,7 +122,7 @@ impl NpcMemoryPlugin {
     pub fn with_backend(mut self, backend: impl ChatBackend) -> Self {
         #[cfg(feature = "local-llm")]
         {
-            self.local_models[0] = local_model_of(&backend);
+            self.local_models[0] = crate::backends::LocalLlmBackend::of(&backend);
         }
         self.reply_backend = Arc::new(backend);
         self
@@ -151,7 +132,7 @@ impl NpcMemoryPlugin {
     pub fn with_summary_backend(mut self, backend: impl ChatBackend) -> Self {
         #[cfg(feature = "local-llm")]
         {
-            self.local_models[1] = local_model_of(&backend);
+            self.local_models[1] = crate::backends::LocalLlmBackend::of(&backend);
         }
         self.summary_backend = Some(Arc::new(backend));
         self
@@ -285,9 +266,9 @@ impl Plugin for NpcMemoryPlugin {
             .register_type::<TalkTo>()
             .register_type::<Interrupt>()
             .add_observer(persona::on_npc_inserted)
-            .add_observer(npc_state::on_npc_inserted)
-            .add_observer(npc_state::on_npc_discarded)
-            .add_observer(npc_state::on_npc_removed)
+            .add_observer(entities::on_npc_inserted)
+            .add_observer(entities::on_npc_discarded)
+            .add_observer(entities::on_npc_removed)
             .add_observer(entity_events::on_talk_to)
             .add_observer(entity_events::on_interrupt)
             .configure_sets(
@@ -300,6 +281,17 @@ impl Plugin for NpcMemoryPlugin {
                 )
                     .chain(),
             )
+            .configure_sets(
+                Update,
+                (
+                    IntakeStep::Changes,
+                    IntakeStep::Tiers,
+                    IntakeStep::Knowledge,
+                    IntakeStep::Lines,
+                )
+                    .chain()
+                    .in_set(NpcMemorySystems::Intake),
+            )
             .add_systems(
                 Update,
                 (
@@ -311,13 +303,9 @@ impl Plugin for NpcMemoryPlugin {
                     )
                         .chain()
                         .in_set(NpcMemorySystems::Personas),
-                    (
-                        systems::apply_tiers,
-                        knowledge::take_knowledge,
-                        systems::take_requests,
-                    )
-                        .chain()
-                        .in_set(NpcMemorySystems::Intake),
+                    systems::apply_tiers.in_set(IntakeStep::Tiers),
+                    dialogue::take_knowledge.in_set(IntakeStep::Knowledge),
+                    systems::take_requests.in_set(IntakeStep::Lines),
                     (
                         systems::collect_results,
                         // Handlers are the game's systems: the calls of replies
@@ -356,16 +344,4 @@ impl Plugin for NpcMemoryPlugin {
         #[cfg(feature = "local-llm")]
         local_model::plugin(app, self.local_models.iter().flatten().cloned().collect());
     }
-}
-
-/// The backend as a local model, if it is one. Backends are taken as values, so
-/// this is how the plugin learns, without a trait method every other backend would
-/// have to carry, which backends have a model to wait for.
-#[cfg(feature = "local-llm")]
-pub(crate) fn local_model_of<B: ChatBackend>(
-    backend: &B,
-) -> Option<crate::backends::LocalLlmBackend> {
-    (backend as &dyn std::any::Any)
-        .downcast_ref::<crate::backends::LocalLlmBackend>()
-        .cloned()
 }

@@ -12,11 +12,10 @@ mod bindings;
 
 pub(crate) use bindings::{PersonaBindings, on_npc_inserted};
 
-use super::schedule::MemoryTier;
-use super::tier_memory::{TierMemory, TierOverrides};
+use super::npc::{MemoryTier, PersonaFeatures, TierMemory, TierOverrides};
 use crate::memory::{
-    MAX_REPLY_FIELDS, MemoryConfig, MemoryFeatures, NpcId, PersonaPrompt, PromptLanguage,
-    ReplyFieldSet, SharingPolicy, SummaryStyle, check_reply_field, shorten_to_chars,
+    MAX_REPLY_FIELDS, MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, ReplyFieldSet,
+    SummaryStyle, check_reply_field, shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -105,73 +104,6 @@ const MAX_PERSONA_ACTIONS: usize = 256;
 
 /// Most groups one persona may name.
 const MAX_PERSONA_GROUPS: usize = 64;
-
-/// Per-persona switches for the memory features beyond basic mode. Each left unset
-/// keeps the plugin's setting.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Reflect)]
-#[type_path = "bevy_npc_memory"]
-#[reflect(Debug, PartialEq, Default, Clone)]
-#[serde(deny_unknown_fields, default)]
-pub struct PersonaFeatures {
-    /// Recall of raw old messages.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recall: Option<bool>,
-    /// Pinned facts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pinned_facts: Option<bool>,
-    /// Segmented summaries.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segments: Option<bool>,
-    /// A prompt budget in estimated tokens.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_budget: Option<usize>,
-    /// Forgetting of old, unimportant memories.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub forgetting: Option<bool>,
-    /// What this NPC passes on to other NPCs: `sharing: (said: true, seen: true,
-    /// heard: false)`. Everything but private lines when unset.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sharing: Option<SharingPolicy>,
-}
-
-impl PersonaFeatures {
-    /// Whether no switch is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
-
-    /// Every feature on, with a prompt budget.
-    pub fn layered(prompt_budget: usize) -> Self {
-        Self {
-            recall: Some(true),
-            pinned_facts: Some(true),
-            segments: Some(true),
-            prompt_budget: Some(prompt_budget),
-            forgetting: None,
-            sharing: None,
-        }
-    }
-
-    pub(crate) fn apply(&self, features: &mut MemoryFeatures) {
-        let switches = [
-            (self.recall, &mut features.recall.enabled),
-            (self.pinned_facts, &mut features.facts.enabled),
-            (self.segments, &mut features.segments.enabled),
-            (self.forgetting, &mut features.forgetting.enabled),
-        ];
-        for (switch, enabled) in switches {
-            if let Some(on) = switch {
-                *enabled = on;
-            }
-        }
-        if let Some(budget) = self.prompt_budget {
-            features.budget.max_tokens = Some(budget);
-        }
-        if let Some(sharing) = &self.sharing {
-            features.sharing = sharing.clone();
-        }
-    }
-}
 
 impl Persona {
     /// A persona with the default English wording.
@@ -441,7 +373,7 @@ impl AssetLoader for PersonaLoader {
 #[derive(Component, Clone, Debug, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Component, Debug, Clone)]
-#[require(super::npc_state::NpcState)]
+#[require(super::npc::NpcState)]
 pub struct Npc {
     /// Whose memory this entity speaks with.
     pub id: NpcId,

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::backends::{Purpose, TokenUsage};
 use crate::memory::{ActionOutcome, Degradation, LogIndex, NpcId, PromptMessage, SummaryTrigger};
-use crate::plugin::turn::TurnId;
+use crate::plugin::npc::TurnId;
 
 pub use crate::trace::TELEMETRY_TARGET;
 

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use bevy::diagnostic::{Diagnostic, DiagnosticPath, Diagnostics, RegisterDiagnostic};
+use bevy::diagnostic::{Diagnostic, Diagnostics, RegisterDiagnostic};
 use bevy::prelude::*;
 use serde::Serialize;
 
@@ -15,7 +15,7 @@ const LATENCY_SAMPLES: usize = 512;
 
 /// Bevy diagnostics the plugin records, one measurement per finished request.
 pub mod diagnostics {
-    use super::DiagnosticPath;
+    use bevy::diagnostic::DiagnosticPath;
 
     /// Prompt tokens the provider reported for a request.
     pub const PROMPT_TOKENS: DiagnosticPath = DiagnosticPath::const_new("npc_memory/prompt_tokens");

@@ -249,19 +249,6 @@ impl SaveGame {
         }
     }
 
-    /// Writes the save to `path` crash-safely (a temp file of its own, fsync, atomic
-    /// rename; the previous file kept as `.bak`), in the format its extension names.
-    /// A whole save: an autosave journal beside `path` moves beside the backup.
-    /// A save over `max_bytes` is refused, as [`SaveGame::read_from`] would refuse
-    /// it, and the file there is untouched. Two writes to one path from this process
-    /// never interleave. Blocking: the plugin calls it on the IO task pool.
-    pub fn write_to(&self, path: &Path, max_bytes: u64) -> Result<usize, SaveError> {
-        let bytes = self.encode_within(path, max_bytes)?;
-        super::file::with_path_lock(path, || super::journal::write::write_whole(path, &bytes))
-            .map_err(|e| SaveError::Io(e.to_string()))?;
-        Ok(bytes.len())
-    }
-
     /// The bytes [`SaveGame::write_to`] writes, or why they must not be written.
     pub(crate) fn encode_within(&self, path: &Path, max_bytes: u64) -> Result<Vec<u8>, SaveError> {
         self.validate().map_err(SaveError::WouldNotLoad)?;

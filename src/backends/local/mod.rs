@@ -87,6 +87,15 @@ struct Inner {
 }
 
 impl LocalLlmBackend {
+    /// `backend` as a local model, if it is one. Backends are taken as values, so
+    /// this is how the plugin learns which backends have a model to wait for,
+    /// without a trait method every other backend would have to carry.
+    pub(crate) fn of<B: crate::backends::ChatBackend>(backend: &B) -> Option<Self> {
+        (backend as &dyn std::any::Any)
+            .downcast_ref::<Self>()
+            .cloned()
+    }
+
     /// Starts the worker thread, which loads the model in the background. Returns
     /// at once; a missing or invalid file is reported through [`status`](Self::status),
     /// not here. Fails only if the thread cannot be started.

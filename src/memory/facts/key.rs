@@ -6,6 +6,8 @@ use std::fmt;
 use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::memory::speaker::SpeakerId;
+
 /// Why text is not a valid [`FactKey`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FactKeyError {
@@ -245,6 +247,19 @@ impl FactCategory {
         Self::MODEL_CATEGORIES
             .into_iter()
             .find(|category| category.name() == name)
+    }
+}
+
+impl SpeakerId {
+    /// The fact key for the name this speaker gives: `player_name` for the
+    /// default player, `player_name:<id>` for anyone else, so co-op players' names
+    /// never overwrite each other.
+    pub fn fact_key(&self) -> FactKey {
+        if self.is_player() {
+            FactKey::PLAYER_NAME
+        } else {
+            FactKey::player_name_of(self.id())
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use super::fact::{Fact, HeardFact};
 use super::key::{FactCategory, FactKey};
 use super::store::PinnedFacts;
 use crate::memory::SpeakerId;
-use crate::memory::origin::quote_name;
+use crate::memory::quote::quote_name;
 
 /// Opens the block of facts.
 pub const FACTS_OPEN: &str = "<facts>";

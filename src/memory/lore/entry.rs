@@ -5,8 +5,8 @@ use std::sync::Arc;
 use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
-use crate::memory::message::NpcId;
-use crate::memory::parts::InvalidField;
+use crate::memory::invalid_field::InvalidField;
+use crate::memory::npc_id::NpcId;
 
 /// Longest lore id, in characters.
 pub const MAX_LORE_ID_CHARS: usize = 128;

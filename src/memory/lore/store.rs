@@ -10,9 +10,9 @@ use bevy::reflect::{Reflect, std_traits::ReflectDefault};
 use serde::{Deserialize, Serialize};
 
 use super::entry::{LoreEntry, LoreScope, MAX_LORE_ENTRIES};
+use crate::memory::invalid_field::InvalidField;
 use crate::memory::log::recall::for_each_term;
-use crate::memory::message::NpcId;
-use crate::memory::parts::InvalidField;
+use crate::memory::npc_id::NpcId;
 use crate::memory::tokens::estimate_tokens;
 
 /// Query terms beyond this many are dropped: a pasted wall of text costs no more

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::memory::message::NpcId;
+use crate::memory::npc_id::NpcId;
 
 fn store() -> LoreStore {
     let mut store = LoreStore::new();

@@ -12,7 +12,7 @@ use crate::memory::{
     ActionCall, ActionOutcome, ActionRecord, ActionReply, ActionSpec, ArgumentSchema, NpcAction,
     NpcId,
 };
-use crate::plugin::turn::TurnId;
+use crate::plugin::npc::TurnId;
 
 /// A checked call, before it is typed for its handler.
 pub(crate) struct Invocation {

@@ -12,9 +12,9 @@ use super::registry::{
 };
 use super::{AnswerNpcAction, ProposedAction};
 use crate::memory::{ActionCall, ActionOutcome, ActionRecord, ActionReply, NpcId};
-use crate::plugin::npc_state::NpcEntities;
+use crate::plugin::entities::NpcEntities;
+use crate::plugin::npc::TurnId;
 use crate::plugin::settings::NpcMemorySettings;
-use crate::plugin::turn::TurnId;
 
 /// Whether [`run_actions`] has anything to do. An exclusive system stops every
 /// other system for its frame, so it runs only when a round of calls, or the

@@ -7,7 +7,7 @@ use super::results::empty_reply;
 use crate::backends::{BackendError, ChatResponse, Purpose};
 use crate::memory::NpcId;
 use crate::plugin::actions::{AnsweredRound, NpcActed, ProposedRound};
-use crate::plugin::turn::TurnId;
+use crate::plugin::npc::TurnId;
 
 impl Dialogue<'_, '_> {
     /// A reply's calls go to the game when its request offered actions

@@ -1,9 +1,50 @@
 //! Knowledge from outside the conversation enters memory: events NPCs saw, what
 //! one NPC tells another, and player lines made private afterwards.
 
+use bevy::prelude::*;
+
 use super::Dialogue;
 use crate::memory::{FactChange, LogIndex, NpcId, NpcMemory, PersonaPrompt, Teller};
-use crate::plugin::knowledge::About;
+use crate::plugin::knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge};
+
+/// Events, tellings and privacy marks of this frame, before its player lines: a
+/// line said right after an event is answered knowing it.
+pub(crate) fn take_knowledge(
+    mut dialogue: Dialogue,
+    mut witnessed: MessageReader<NpcWitnessed>,
+    mut shares: MessageReader<ShareKnowledge>,
+    mut marks: MessageReader<MarkPrivate>,
+    mut shared: MessageWriter<KnowledgeShared>,
+) {
+    for mark in marks.read() {
+        if !dialogue.mark_private(&mark.npc, mark.index) {
+            tracing::warn!(
+                "entry {} of {}'s log is not a player line; nothing was made private",
+                mark.index,
+                mark.npc
+            );
+        }
+    }
+    for event in witnessed.read() {
+        let mut seen = Vec::with_capacity(event.witnesses.len());
+        for npc in &event.witnesses {
+            // Listed twice is still seen once.
+            if !seen.contains(&npc) {
+                seen.push(npc);
+                dialogue.witness(npc, &event.text, event.importance, event.at);
+            }
+        }
+    }
+    for share in shares.read() {
+        let (learned, facts) = dialogue.share(&share.from, &share.to, &share.about);
+        shared.write(KnowledgeShared {
+            from: share.from.clone(),
+            to: share.to.clone(),
+            learned,
+            facts,
+        });
+    }
+}
 
 impl Dialogue<'_, '_> {
     /// `npc` saw `text` happen at game time `at` (the memory clock if `None`).

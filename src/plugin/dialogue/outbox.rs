@@ -10,14 +10,15 @@ use bevy::prelude::*;
 
 use crate::memory::{Degradation, NpcId, SummaryUpdate};
 use crate::plugin::actions::NpcActed;
+use crate::plugin::entities::NpcEntities;
 use crate::plugin::entity_events::{Acted, Replied, ReplyDelta, ReplyFailed, ReplyStarted};
 use crate::plugin::messages::{
     NpcMemoryDegraded, NpcReplied, NpcReplyDelta, NpcReplyFailed, NpcReplyStarted,
     NpcSummaryUpdated,
 };
-use crate::plugin::npc_state::{NpcEntities, NpcState};
+use crate::plugin::npc::NpcState;
+use crate::plugin::npc::TurnId;
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
-use crate::plugin::turn::TurnId;
 
 /// The messages the dialogue writes, and the NPC entities that hear them too.
 #[derive(SystemParam)]

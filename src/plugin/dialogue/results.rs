@@ -9,9 +9,9 @@ use crate::backends::{BackendError, ChatResponse, Purpose};
 use crate::memory::{NpcId, SummaryJobId, SummaryOutcome, estimate_tokens};
 use crate::plugin::bridge::{Finished, TaskEvent};
 use crate::plugin::messages::{NpcReplied, NpcReplyDelta, NpcReplyFailed, ReplyError};
+use crate::plugin::npc::TurnId;
 use crate::plugin::requests::FinishedTask;
 use crate::plugin::telemetry::TelemetryEvent;
-use crate::plugin::turn::TurnId;
 use crate::plugin::usage::RequestOutcome;
 
 impl Dialogue<'_, '_> {

@@ -12,7 +12,7 @@ pub use file::{LoreFile, LoreFileError, LoreFileLoader};
 pub use messages::{AddLore, RemoveLore, UpdateLore};
 pub use resource::NpcLore;
 
-use super::NpcMemorySystems;
+use super::sets::{IntakeStep, NpcMemorySystems};
 
 pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
     app.init_resource::<NpcLore>()
@@ -39,10 +39,7 @@ pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
                 apply_lore_files.in_set(NpcMemorySystems::Personas),
                 // Before lines are taken, so a change and a line in one frame
                 // reach that line's reply.
-                take_lore_changes
-                    .in_set(NpcMemorySystems::Intake)
-                    .before(super::knowledge::take_knowledge)
-                    .before(super::systems::take_requests),
+                take_lore_changes.in_set(IntakeStep::Changes),
             ),
         );
 }

@@ -11,8 +11,7 @@ pub(crate) use policy::{LineRules, Offer, QueuedLine, Readiness, unfit_line};
 pub(crate) use sending::Resend;
 
 use super::bridge::{TaskId, Ticket};
-use super::npc_state::NpcState;
-use super::turn::{TurnCounter, TurnId};
+use super::npc::{NpcState, TurnCounter, TurnId};
 use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJobId};
 use crate::save::WaitingLine;
 use policy::LineQueue;

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use crate::memory::{NpcId, SpeakerId};
 use crate::plugin::messages::ReplyError;
-use crate::plugin::turn::TurnId;
+use crate::plugin::npc::TurnId;
 use crate::save::WaitingLine;
 
 /// The limits a line is held to.
@@ -159,7 +159,7 @@ impl LineQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::turn::TurnCounter;
+    use crate::plugin::npc::TurnCounter;
 
     const RULES: LineRules = LineRules {
         max_line_chars: 10,

@@ -4,6 +4,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::plugin::settings::ScheduleSettings;
+
 /// The span a per-minute limit counts over.
 pub(crate) const MINUTE: Duration = Duration::from_secs(60);
 
@@ -151,6 +153,15 @@ impl Backoff {
     /// When dispatch may resume, if it is paused at `now`.
     pub(crate) fn paused_until(&self, now: Duration) -> Option<Duration> {
         (now < self.until).then_some(self.until)
+    }
+}
+
+impl ScheduleSettings {
+    pub(crate) fn backoff(&self) -> BackoffRules {
+        BackoffRules {
+            first: self.first_backoff,
+            max: self.max_backoff,
+        }
     }
 }
 

@@ -6,20 +6,18 @@
 mod budget;
 mod policy;
 mod queue;
-mod settings;
-mod tier;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bevy::prelude::*;
 
-pub use settings::ScheduleSettings;
-pub use tier::MemoryTier;
-
 use super::bridge::TaskId;
+use super::npc::MemoryTier;
 use super::persona::Npc;
 use super::requests::NpcRequests;
+use super::sets::{IntakeStep, NpcMemorySystems};
+use super::settings::{NpcMemorySettings, ScheduleSettings};
 use crate::backends::{ChatRequest, TokenUsage};
 use crate::memory::{NpcId, SummaryJobId};
 use policy::{Held, Limits, Policy};
@@ -426,10 +424,8 @@ pub(crate) fn plugin(app: &mut App) {
         .add_systems(
             Update,
             (
-                tick.before(super::NpcMemorySystems::Personas),
-                take_tier_messages
-                    .in_set(super::NpcMemorySystems::Intake)
-                    .before(super::systems::apply_tiers),
+                tick.before(NpcMemorySystems::Personas),
+                take_tier_messages.in_set(IntakeStep::Changes),
             ),
         );
 }
@@ -439,7 +435,7 @@ pub(crate) fn plugin(app: &mut App) {
 fn tick(
     mut scheduler: ResMut<NpcMemoryScheduler>,
     time: Res<Time<Real>>,
-    settings: Res<super::NpcMemorySettings>,
+    settings: Res<NpcMemorySettings>,
 ) {
     scheduler.begin(time.elapsed(), &settings.schedule);
 }

@@ -164,8 +164,8 @@ impl<W> Policy<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::npc::MemoryTier;
     use crate::plugin::schedule::queue::Class;
-    use crate::plugin::schedule::tier::MemoryTier;
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)

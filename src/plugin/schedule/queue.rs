@@ -8,7 +8,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use super::tier::MemoryTier;
+use crate::plugin::npc::MemoryTier;
 
 /// What kind of work an entry is; replies outrank every summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

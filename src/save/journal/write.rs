@@ -28,7 +28,9 @@ use super::{
     header_base, journal_path,
 };
 use crate::save::error::SaveError;
-use crate::save::file::{backup_path, read_exactly, sync_folder, write_atomic, write_new_atomic};
+use crate::save::file::{
+    backup_path, read_exactly, sync_folder, with_path_lock, write_atomic, write_new_atomic,
+};
 use crate::save::format::SaveGame;
 
 /// What a slot holds on disk, as this process last wrote or read it.
@@ -294,6 +296,21 @@ fn start_journal(path: &Path, base: BaseId) -> u64 {
             tracing::warn!("could not start the journal of {}: {error}", path.display());
             0
         }
+    }
+}
+
+impl SaveGame {
+    /// Writes the save to `path` crash-safely (a temp file of its own, fsync, atomic
+    /// rename; the previous file kept as `.bak`), in the format its extension names.
+    /// A whole save: an autosave journal beside `path` moves beside the backup.
+    /// A save over `max_bytes` is refused, as [`SaveGame::read_from`] would refuse
+    /// it, and the file there is untouched. Two writes to one path from this process
+    /// never interleave. Blocking: the plugin calls it on the IO task pool.
+    pub fn write_to(&self, path: &Path, max_bytes: u64) -> Result<usize, SaveError> {
+        let bytes = self.encode_within(path, max_bytes)?;
+        with_path_lock(path, || write_whole(path, &bytes))
+            .map_err(|e| SaveError::Io(e.to_string()))?;
+        Ok(bytes.len())
     }
 }
 

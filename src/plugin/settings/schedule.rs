@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use super::budget::BackoffRules;
-use super::tier::MemoryTier;
+use crate::plugin::npc::MemoryTier;
 
 /// When requests are sent: a global budget, the pause after rate limits, and how
 /// long background summaries wait. Part of
@@ -79,15 +78,6 @@ impl Default for ScheduleSettings {
             first_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
             rate_limit_retries: 8,
-        }
-    }
-}
-
-impl ScheduleSettings {
-    pub(crate) fn backoff(&self) -> BackoffRules {
-        BackoffRules {
-            first: self.first_backoff,
-            max: self.max_backoff,
         }
     }
 }

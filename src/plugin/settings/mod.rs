@@ -4,8 +4,11 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 
-use super::schedule::ScheduleSettings;
-use super::tier_memory::TierMemory;
+mod schedule;
+
+pub use schedule::ScheduleSettings;
+
+use super::npc::TierMemory;
 use crate::memory::{LoreLimits, MemoryConfig};
 
 /// Settings of the whole plugin. Change the resource at run time to affect NPCs

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Import structure of `src/`: circles between sibling modules, and arrows that
+run back up.
+
+Each `use` path (and each `crate::`/`super::` path written inline) is resolved to
+the file that defines the module it names, following `pub use` re-exports in
+`mod.rs` files, so an import of a name re-exported by a parent counts as an
+arrow to the file that defines it.
+
+- A **circle** is a set of sibling modules (files or folders in one folder) that
+  reach each other through imports: a strongly connected component of two or
+  more siblings.
+- An arrow **runs back up** when a file imports from its own folder's `mod.rs`
+  or from a `mod.rs` further up, inside the same top-level folder: a child that
+  reaches into the module that declares it.
+
+Test files (`*tests.rs`, `test_support.rs`, `tests/` folders) and
+`#[cfg(test)]` items are left out.
+
+Usage: python3 scripts/structure.py [--folder plugin] [--verbose]
+Exit status 0; the figures are printed for the issue note.
+"""
+
+import argparse
+import os
+import re
+import sys
+from collections import defaultdict
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+
+def module_files():
+    """Maps a module path tuple ('plugin', 'dialogue') to its file."""
+    files = {}
+    for root, _, names in os.walk(SRC):
+        for name in names:
+            if not name.endswith(".rs"):
+                continue
+            rel = os.path.relpath(os.path.join(root, name), SRC)
+            parts = rel[:-3].split(os.sep)
+            if parts[-1] == "mod" or parts == ["lib"]:
+                parts = parts[:-1]
+            path = os.path.join(root, name)
+            if not is_test_file(path):
+                files[tuple(parts)] = path
+    return files
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return "\n".join(line.split("//")[0] for line in text.splitlines())
+
+
+def strip_tests(text):
+    """Drops `#[cfg(test)]` items: tests may reach anywhere they need."""
+    out, pos = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]", text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos : m.start()])
+        end = text.find(";", m.end())
+        brace = text.find("{", m.end())
+        if brace < 0 or (0 <= end < brace):
+            pos = end + 1
+            continue
+        depth, i = 0, brace
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        pos = i + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def is_test_file(path):
+    rel = os.path.relpath(path, SRC)
+    stem = os.path.basename(rel)[:-3]
+    return stem.endswith("tests") or stem == "test_support" or f"{os.sep}tests{os.sep}" in rel
+
+
+def expand_use(tree):
+    """Expands `a::{b, c::{d, e}}` into ['a::b', 'a::c::d', 'a::c::e']."""
+    tree = tree.strip()
+    brace = tree.find("{")
+    if brace < 0:
+        return [tree.split(" as ")[0].strip()]
+    head, body = tree[:brace], tree[brace + 1 : tree.rfind("}")]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    out = []
+    for part in parts:
+        if part.strip():
+            for tail in expand_use(part):
+                out.append(head + tail if tail != "self" else head.rstrip(":"))
+    return out
+
+
+def module_of(path):
+    """The module tuple a file path stands for."""
+    rel = os.path.relpath(path, SRC)[:-3].split(os.sep)
+    if rel[-1] == "mod" or rel == ["lib"]:
+        rel = rel[:-1]
+    return tuple(rel)
+
+
+def absolute(segments, here, is_mod_file):
+    """Turns `crate::`/`super::`/`self::` segments into an absolute tuple."""
+    base = list(here) if is_mod_file else list(here[:-1])
+    if segments[0] == "crate":
+        return tuple(segments[1:])
+    if segments[0] in ("super", "self"):
+        cur = list(here)
+        for seg in segments:
+            if seg == "super":
+                cur = cur[:-1]
+            elif seg == "self":
+                pass
+            else:
+                break
+        rest = [s for s in segments if s not in ("super", "self")]
+        return tuple(cur + rest)
+    # A path relative to this module: `child::Item` from a mod.rs.
+    return tuple(list(here) + segments) if is_mod_file else None
+
+
+class Graph:
+    def __init__(self):
+        self.files = module_files()
+        self.reexports = defaultdict(dict)  # module -> name -> absolute path
+        self.uses = defaultdict(set)  # module -> absolute paths
+        for module, path in self.files.items():
+            self._scan(module, path)
+
+    def _scan(self, module, path):
+        text = strip_tests(strip_comments(open(path, encoding="utf-8").read()))
+        is_mod = path.endswith("mod.rs") or path.endswith("lib.rs")
+        for m in re.finditer(r"(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", text):
+            public = m.group(1) is not None
+            for full in expand_use(m.group(2)):
+                segs = [s for s in full.replace(" ", "").split("::") if s]
+                if not segs or segs[0] not in ("crate", "super", "self") and not is_mod:
+                    continue
+                target = absolute(segs, module, True)
+                if target is None or (segs[0] not in ("crate", "super", "self") and segs[0] not in self._children(module)):
+                    continue
+                self.uses[module].add(target)
+                if public and segs[-1] != "*":
+                    self.reexports[module][segs[-1]] = target
+        for m in re.finditer(r"\b((?:crate|super)(?:::\w+)+)", text):
+            segs = m.group(1).split("::")
+            self.uses[module].add(absolute(segs, module, True))
+
+    def _children(self, module):
+        return {k[len(module)] for k in self.files if len(k) == len(module) + 1 and k[: len(module)] == module}
+
+    def resolve(self, target, depth=0):
+        """The module file that defines `target`'s item (or module)."""
+        for cut in range(len(target), -1, -1):
+            prefix = target[:cut]
+            if prefix in self.files:
+                rest = target[cut:]
+                if rest and depth < 8 and rest[0] in self.reexports.get(prefix, {}):
+                    again = self.reexports[prefix][rest[0]] + tuple(rest[1:])
+                    if again != target:
+                        return self.resolve(again, depth + 1)
+                return prefix
+        return None
+
+    def arrows(self):
+        out = set()
+        for module, targets in self.uses.items():
+            for target in targets:
+                found = self.resolve(target)
+                if found is not None and found != module:
+                    out.add((module, found))
+        return out
+
+
+def sibling_circles(arrows):
+    """Strongly connected components of two or more siblings, per folder."""
+    by_folder = defaultdict(lambda: defaultdict(set))
+    for src, dst in arrows:
+        common = 0
+        while common < min(len(src), len(dst)) and src[common] == dst[common]:
+            common += 1
+        if common >= len(src) or common >= len(dst):
+            continue  # one contains the other: a parent and its child
+        folder = src[:common]
+        by_folder[folder][src[common]].add(dst[common])
+    circles = []
+    for folder, edges in by_folder.items():
+        for comp in tarjan(edges):
+            if len(comp) > 1:
+                circles.append((folder, sorted(comp)))
+    return circles
+
+
+def tarjan(edges):
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    nodes = set(edges) | {d for ds in edges.values() for d in ds}
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def back_up(arrows, files, top):
+    """Arrows from a file to a mod.rs/lib.rs of its own or an ancestor folder."""
+    out = []
+    for src, dst in arrows:
+        if not src or src[0] != top or not dst or dst[0] != top:
+            continue
+        is_folder_module = files[dst].endswith("mod.rs")
+        if is_folder_module and len(dst) < len(src) and src[: len(dst)] == dst:
+            out.append((src, dst))
+    return sorted(out)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--folder", default="plugin")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    graph = Graph()
+    arrows = graph.arrows()
+    circles = sibling_circles(arrows)
+    up = back_up(arrows, graph.files, args.folder)
+    print(f"files: {len(graph.files)}, arrows between files: {len(arrows)}")
+    print(f"import circles: {len(circles)}")
+    for folder, comp in circles:
+        print(f"  {'/'.join(folder) or 'src'}: {', '.join(comp)}")
+    print(f"arrows in {args.folder}/ that run back up: {len(up)}")
+    if args.verbose:
+        for src, dst in up:
+            print(f"  {'/'.join(src)} -> {'/'.join(dst)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+//! The plugin's system sets: the public pipeline, and the steps inside its intake
+//! that let each feature order its systems without naming another's.
+
+use bevy::prelude::*;
+
+/// The plugin's systems, in pipeline order. They run in `Update`; order your own
+/// systems against these sets, e.g. `.after(NpcMemorySystems::Collect)` to see
+/// replies the frame they arrive.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NpcMemorySystems {
+    /// Loads asked for and memory snapshots the game put in start (their memory is
+    /// built off the main thread), finished ones are swapped in; personas that were
+    /// spawned, loaded or edited reach their NPC's memory.
+    Personas,
+    /// Player lines, clears, reconfigurations and summary requests are taken;
+    /// requests start.
+    Intake,
+    /// Finished requests come back: replies and summaries enter memory; actions
+    /// the replies call run (their handlers are exclusive systems of this set),
+    /// enter memory, and their follow-ups start.
+    Collect,
+    /// Saves, loads and autosave: snapshots go to the IO task pool, results come
+    /// back. Last, [`NpcMemorySnapshot`](crate::prelude::NpcMemorySnapshot) is brought up to date.
+    Persist,
+}
+
+/// The steps of [`NpcMemorySystems::Intake`], in order: what changed in the world
+/// (tiers asked for, lore edited) is taken before tiers apply, tiers before
+/// knowledge enters memory, and knowledge before the frame's player lines, so a
+/// line said right after an event or a lore change is answered knowing it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum IntakeStep {
+    /// Messages that change tiers or lore.
+    Changes,
+    /// Tier changes reach memory.
+    Tiers,
+    /// Events, tellings and privacy marks enter memory.
+    Knowledge,
+    /// Player lines, clears, reconfigurations and summary requests are taken.
+    Lines,
+}
