@@ -43,6 +43,9 @@ use serde_json::{Value, json};
 
 #[path = "shared/sampling.rs"]
 mod sampling;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
 use sampling::{Lcg, percentile};
 
 /// How many NPCs exist unless `--npcs` says otherwise.
@@ -875,9 +878,9 @@ fn locomo_line(rng: &mut Lcg, player: bool) -> String {
 
 /// A save of `npcs` NPCs (the ids the bench spawns) with `messages` lines each,
 /// recall on, the window at the end of the log.
-fn big_save(npcs: usize, messages: usize, seed: u64) -> bevy_npc_memory::save::SaveGame {
+fn big_save(npcs: usize, messages: usize, seed: u64) -> bevy_npc_memory::saves::SaveGame {
     use bevy_npc_memory::memory::{ChatMessage, MemoryParts, NpcMemory, Origin, PersonaPrompt};
-    use bevy_npc_memory::save::{NpcSave, SaveGame};
+    use bevy_npc_memory::saves::{NpcSave, SaveGame};
     use std::sync::Arc;
 
     let mut config = MemoryConfig::default();
@@ -990,7 +993,7 @@ fn count_loads(
 /// this frame.
 #[derive(Resource, Default)]
 struct SyncRebuild {
-    save: Option<std::sync::Arc<bevy_npc_memory::save::SaveGame>>,
+    save: Option<std::sync::Arc<bevy_npc_memory::saves::SaveGame>>,
     run: bool,
 }
 

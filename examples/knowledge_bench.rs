@@ -38,6 +38,18 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_npc_memory::NpcMemoryClock;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::lore::AddLore;
+use bevy_npc_memory::lore::NpcLore;
+use bevy_npc_memory::lore::UpdateLore;
+use bevy_npc_memory::memory::LoreEntry;
+use bevy_npc_memory::memory::LoreScope;
+use bevy_npc_memory::memory::PromptLanguage;
 use bevy_npc_memory::memory::{LogIndex, MemoryParts, Origin, PromptMessage, SharedKnowledge};
 use bevy_npc_memory::prelude::*;
 use serde::Deserialize;

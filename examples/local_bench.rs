@@ -21,11 +21,16 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_npc_memory::backends::ModelStatus;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::{
     ChatRequest, DEFAULT_MODEL_PATH, KernelFeatures, Progress, RequestKind,
 };
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::memory::{PromptMessage, ReplyInput, Role};
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 /// Frames per phase (fewer when `--frames` is small); phases alternate idle,
 /// generating, idle, ...

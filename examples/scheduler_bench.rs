@@ -100,6 +100,12 @@ use serde_json::{Value, json};
 
 #[path = "shared/sampling.rs"]
 mod sampling;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcReplyStarted;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::dialogue::TurnId;
+use bevy_npc_memory::schedule::MemoryTier;
+use bevy_npc_memory::schedule::NpcMemoryScheduler;
 use sampling::{Lcg, percentile};
 
 /// NPCs unless `--npcs` says otherwise: one foreground, the rest background.

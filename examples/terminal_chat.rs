@@ -26,9 +26,15 @@ use std::time::Duration;
 
 use bevy::app::ScheduleRunnerPlugin;
 use bevy::prelude::*;
+use bevy_npc_memory::LocalModelFailed;
+use bevy_npc_memory::LocalModelLoaded;
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::backends::{OpenAiBackend, OpenAiConfig};
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::backup_path;
+use bevy_npc_memory::saves::backup_path;
 
 const USAGE: &str = "usage: terminal_chat [--backend offline|scripted|openai|local] [--window N] [--threshold N] [--persona PATH] [--trace FILE] [--base-url URL] [--model NAME|PATH] [--api-key-env VAR] [--save PATH] [--threads N]";
 

@@ -17,8 +17,9 @@ arrow to the file that defines it.
 Test files (`*tests.rs`, `test_support.rs`, `tests/` folders) and
 `#[cfg(test)]` items are left out.
 
-Usage: python3 scripts/structure.py [--folder plugin] [--verbose]
-Exit status 0; the figures are printed for the issue note.
+Usage: python3 scripts/structure.py [--folder plugin] [--verbose] [--check]
+With --check (CI), the exit status is 1 on any circle or on more than
+--max-up (5) arrows back up.
 """
 
 import argparse
@@ -254,6 +255,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--folder", default="plugin")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on any circle, or on more than --max-up arrows back up",
+    )
+    parser.add_argument("--max-up", type=int, default=5)
     args = parser.parse_args()
     graph = Graph()
     arrows = graph.arrows()
@@ -267,6 +274,9 @@ def main():
     if args.verbose:
         for src, dst in up:
             print(f"  {'/'.join(src)} -> {'/'.join(dst)}")
+    if args.check and (circles or len(up) > args.max_up):
+        print("structure check failed", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

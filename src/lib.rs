@@ -5,9 +5,9 @@
 //!
 //! | layer | type | resource | what it is |
 //! |---|---|---|---|
-//! | L1 | [`RollingWindow`](crate::memory::RollingWindow) | [`RollingWindows`](crate::prelude::RollingWindows) | the recent messages sent with every request; the system prompt always first |
-//! | L2 | [`ChatLog`](crate::memory::ChatLog) | [`ChatLogs`](crate::prelude::ChatLogs) | every message, append-only: UI history and savegames |
-//! | L3 | [`ContextMemory`](crate::memory::ContextMemory) | [`ContextMemoryManager`](crate::prelude::ContextMemoryManager) | every N messages a stateless request folds new messages into a summary, and the system prompt becomes persona + summary |
+//! | L1 | [`RollingWindow`](crate::memory::RollingWindow) | [`RollingWindows`] | the recent messages sent with every request; the system prompt always first |
+//! | L2 | [`ChatLog`](crate::memory::ChatLog) | [`ChatLogs`] | every message, append-only: UI history and savegames |
+//! | L3 | [`ContextMemory`](crate::memory::ContextMemory) | [`ContextMemoryManager`] | every N messages a stateless request folds new messages into a summary, and the system prompt becomes persona + summary |
 //!
 //! # Tutorial
 //!
@@ -25,7 +25,7 @@
 //! ```
 //!
 //! **2. Spawn an NPC.** Its [`NpcId`](crate::memory::NpcId) names its memory, so the memory outlives the
-//! entity. The persona comes from a `*.npc.ron` asset (see [`Persona`](crate::prelude::Persona)) or from code.
+//! entity. The persona comes from a `*.npc.ron` asset (see [`Persona`]) or from code.
 //!
 //! ```no_run
 //! # use bevy::prelude::*;
@@ -36,7 +36,7 @@
 //! ```
 //!
 //! **3. Talk, and listen.** Send [`TalkToNpc`](crate::prelude::TalkToNpc); read [`NpcReplied`](crate::prelude::NpcReplied), or
-//! [`NpcReplyDelta`](crate::prelude::NpcReplyDelta) to typewrite, and [`NpcReplyFailed`](crate::prelude::NpcReplyFailed) for errors. Requests run
+//! [`NpcReplyDelta`](crate::dialogue::NpcReplyDelta) to typewrite, and [`NpcReplyFailed`](crate::prelude::NpcReplyFailed) for errors. Requests run
 //! on Bevy's IO task pool, off the main thread; nothing blocks the frame.
 //!
 //! ```no_run
@@ -57,10 +57,10 @@
 //! }
 //! ```
 //!
-//! **4. Watch memory work.** [`NpcSummaryUpdated`](crate::prelude::NpcSummaryUpdated) fires when a summary rewrites the
-//! system prompt, [`NpcMemoryDegraded`](crate::prelude::NpcMemoryDegraded) when a summary failed twice or the window hit
+//! **4. Watch memory work.** [`NpcSummaryUpdated`](crate::dialogue::NpcSummaryUpdated) fires when a summary rewrites the
+//! system prompt, [`NpcMemoryDegraded`](crate::dialogue::NpcMemoryDegraded) when a summary failed twice or the window hit
 //! its hard cap. Every request and response is also a `tracing` event with target
-//! [`TELEMETRY_TARGET`](crate::debug::TELEMETRY_TARGET), and [`NpcMemoryPlugin::with_trace_file`] writes them as
+//! [`TELEMETRY_TARGET`](crate::telemetry::TELEMETRY_TARGET), and [`NpcMemoryPlugin::with_trace_file`] writes them as
 //! JSON lines.
 //!
 //! **5. Keep what matters.** A single rolling summary loses detail. Switch
@@ -91,7 +91,7 @@
 //! [`register_npc_action`](crate::prelude::NpcActionsAppExt::register_npc_action)
 //! and list them in a persona (`actions: ["open_door"]`): a model may then call
 //! them as tools, the game's handler system answers, the NPC says what came of it,
-//! and [`NpcActed`](crate::prelude::NpcActed) tells the game. Calls and results
+//! and [`NpcActed`](crate::actions::NpcActed) tells the game. Calls and results
 //! are log entries like any other, quoted in prompts and kept in saves. The
 //! actions reach backends in [`ChatRequest::actions`](crate::backends::ChatRequest::actions):
 //! the HTTP backend offers them as OpenAI-style `tools` and reads the model's
@@ -119,7 +119,7 @@
 //! - Text from the player or a model that enters the system message (summaries,
 //!   recalled lines, fact values), and lore, is quoted as data, so it cannot pose
 //!   as an instruction or a section of its own.
-//! - Lore scoped to a group or one NPC ([`NpcLore`](crate::prelude::NpcLore)) never
+//! - Lore scoped to a group or one NPC ([`NpcLore`](crate::lore::NpcLore)) never
 //!   reaches the prompt of an NPC outside that scope.
 //! - The player's line is in the log as soon as a request for it starts; lines that
 //!   cannot be taken (busy, unknown NPC, too long) come back in [`NpcReplyFailed`](crate::prelude::NpcReplyFailed).
@@ -146,7 +146,7 @@ pub mod backends;
 pub mod debug;
 pub mod memory;
 mod plugin;
-pub mod save;
+mod save;
 mod trace;
 
 /// The `schemars` crate that actions' JSON Schemas come from. Derive
@@ -178,61 +178,106 @@ mod trace;
 pub use schemars;
 
 pub use plugin::{
-    ClockSource, ImportUnitySave, LoreFileError, LoreFileLoader, NpcMemoryClock, NpcMemoryPlugin,
-    NpcMemorySettings, NpcMemorySystems, PersonaError, PersonaFeatures, PersonaLoader,
-    RECALL_BUILD_OFF_THREAD, SaveSettings, TierMemory, TierOverrides,
+    ChatLogs, ClockSource, ContextMemoryManager, Npc, NpcCommandsExt, NpcEntities, NpcMemoryClock,
+    NpcMemoryPlugin, NpcMemorySettings, NpcMemorySystems, NpcState, Persona, PersonaError,
+    PersonaFeatures, PersonaLoader, RECALL_BUILD_OFF_THREAD, RollingWindows,
 };
+#[cfg(feature = "local-llm")]
+pub use plugin::{LocalModelFailed, LocalModelLoaded};
 
-/// The types most games need: the plugin and its settings, NPCs and personas, the
-/// messages to talk, listen, save and load, the layer resources, and the backends
-/// that ship with the crate.
-pub mod prelude {
-    #[cfg(feature = "http")]
-    pub use crate::backends::{ApiKey, OpenAiBackend, OpenAiConfig};
-    pub use crate::backends::{
-        BackendError, ChatBackend, OfflineBackend, Purpose, ScriptedBackend,
-    };
-    #[cfg(feature = "local-llm")]
-    pub use crate::backends::{LocalLlmBackend, LocalLlmConfig, ModelStatus};
-    #[cfg(feature = "debug-ui")]
-    pub use crate::debug::NpcMemoryDebugPlugin;
-    pub use crate::memory::{
-        DateFormat, FactKey, LoreEntry, LoreScope, MemoryConfig, MemoryFeatures, NpcId,
-        PromptLanguage, ReplyFields, Role, SpeakerId,
-    };
-    // Lore shared by NPCs: files, the store resource, and run-time changes.
-    pub use crate::plugin::{AddLore, LoreFile, NpcLore, RemoveLore, UpdateLore};
+/// Talking to NPCs: player lines in, replies out, as messages and as entity events,
+/// and the commands that change one NPC's memory (clear, reconfigure, pin a fact).
+pub mod dialogue {
     pub use crate::plugin::{
-        ChatLogs, ClearNpcMemory, ClockSource, ContextMemoryManager, LlmUsage, LoadMemory,
-        MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, MemorySaveFailed,
-        MemorySaved, Npc, NpcMemoryClock, NpcMemoryDegraded, NpcMemoryLoads, NpcMemoryPlugin,
-        NpcMemorySettings, NpcMemorySnapshot, NpcMemorySystems, NpcReplied, NpcReplyDelta,
-        NpcReplyFailed, NpcRequests, NpcSummaryUpdated, Persona, ReconfigureNpcMemory,
-        RemovePinnedFact, ReplyError, ResumeAutosave, RollingWindows, SaveMemory, SaveSettings,
-        SetPinnedFact, SummarizeNow, SwitchBackend, TalkToNpc,
+        ClearNpcMemory, Interrupt, InterruptNpc, NpcMemoryDegraded, NpcReplied, NpcReplyDelta,
+        NpcReplyFailed, NpcReplyStarted, NpcRequests, NpcSummaryUpdated, ReconfigureNpcMemory,
+        RemovePinnedFact, Replied, ReplyDelta, ReplyError, ReplyFailed, ReplyStarted,
+        SetPinnedFact, SummarizeNow, SwitchBackend, TalkTo, TalkToNpc, TurnId,
     };
-    // When requests go: tiers, memory per tier, budget, and the scheduler's state.
-    pub use crate::plugin::{
-        BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier, TierMemory,
-        TierOverrides,
-    };
-    // What NPCs know beyond their own conversation.
+}
+
+/// What NPCs know beyond their own conversation: events they witness, what they
+/// tell each other, and lines kept private.
+pub mod knowledge {
     pub use crate::plugin::{
         About, FactKnower, Knower, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge,
         Witness,
     };
-    // Entity-first dialogue: turn ids, interrupts, NPC state, and the entity events
-    // that mirror the reply messages.
+}
+
+/// Lore shared by NPCs: lore files, the store resource, and changes at run time.
+pub mod lore {
     pub use crate::plugin::{
-        Interrupt, InterruptNpc, NpcCommandsExt, NpcEntities, NpcReplyStarted, NpcState, Replied,
-        ReplyDelta, ReplyFailed, ReplyStarted, TalkTo, TurnId,
+        AddLore, LoreFile, LoreFileError, LoreFileLoader, NpcLore, RemoveLore, UpdateLore,
     };
-    #[cfg(feature = "local-llm")]
-    pub use crate::plugin::{LocalModelFailed, LocalModelLoaded};
-    // NPCs that act: game actions the model calls as tools.
-    pub use crate::memory::{ActionCall, ActionOutcome, ActionReply, NpcAction};
+}
+
+/// NPCs that act: game actions the model calls as tools, their handlers, vetoes and
+/// outcomes. The action types themselves are in [`memory`] with the core.
+pub mod actions {
     pub use crate::plugin::{
         Acted, ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction,
+    };
+}
+
+/// Savegames: the save and load messages, autosave, snapshots inside the game's own
+/// save, and the plain-Rust format underneath (versioned, migrated, written
+/// crash-safely), with the import of the original ECHO-7 game's Unity layout.
+pub mod saves {
+    pub use crate::plugin::{
+        ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
+        MemoryRestored, MemorySaveFailed, MemorySaved, NpcMemoryLoads, NpcMemorySnapshot,
+        ResumeAutosave, SaveMemory, SaveSettings,
+    };
+    pub use crate::save::{
+        JournalProblem, JournalReport, JournaledSlot, LoadError, MAX_SAVED_QUEUED_LINES, NpcSave,
+        SAVE_FORMAT_VERSION, SaveError, SaveFormat, SaveGame, UnusableSave, WaitingLine,
+        backup_path, import_unity_save, journal_path,
+    };
+}
+
+/// When requests go: memory tiers, memory per tier, the request budget, and the
+/// scheduler's state.
+pub mod schedule {
+    pub use crate::plugin::{
+        BudgetUse, MemoryTier, NpcMemoryScheduler, ScheduleSettings, SetMemoryTier, TierMemory,
+        TierOverrides,
+    };
+}
+
+/// Telemetry and usage: one structured event per memory operation, an optional
+/// JSON-lines trace file, token counts per NPC, and Bevy diagnostics.
+pub mod telemetry {
+    pub use crate::plugin::{
+        LlmUsage, TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile, UsageStats, diagnostics,
+    };
+}
+
+/// What a typical game touches: the plugin and its settings, NPCs and personas,
+/// talking and listening, the layer resources, saving and loading, witnessed
+/// events, actions, and the backends that ship with the crate. Everything else is
+/// in its feature module.
+pub mod prelude {
+    pub use crate::actions::{ActionInvocation, NpcActionsAppExt};
+    pub use crate::backends::{ChatBackend, OfflineBackend};
+    #[cfg(feature = "local-llm")]
+    pub use crate::backends::{LocalLlmBackend, LocalLlmConfig};
+    #[cfg(feature = "http")]
+    pub use crate::backends::{OpenAiBackend, OpenAiConfig};
+    #[cfg(feature = "debug-ui")]
+    pub use crate::debug::NpcMemoryDebugPlugin;
+    pub use crate::dialogue::{
+        ClearNpcMemory, NpcReplied, NpcReplyFailed, Replied, ReplyError, SetPinnedFact, TalkTo,
+        TalkToNpc,
+    };
+    pub use crate::knowledge::NpcWitnessed;
+    pub use crate::memory::{FactKey, MemoryConfig, MemoryFeatures, NpcAction, NpcId, Role};
+    pub use crate::saves::{
+        LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved, SaveMemory,
+    };
+    pub use crate::{
+        ChatLogs, ContextMemoryManager, Npc, NpcCommandsExt, NpcMemoryPlugin, NpcMemorySettings,
+        NpcMemorySystems, NpcState, Persona, RollingWindows,
     };
 }
 

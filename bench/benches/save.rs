@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use bevy_npc_memory::memory::{
     MemoryConfig, MemoryParts, NpcId, NpcMemory, PersonaPrompt, Role, SummaryStyle,
 };
-use bevy_npc_memory::save::{JournaledSlot, NpcSave, SaveGame, journal_path};
+use bevy_npc_memory::saves::{JournaledSlot, NpcSave, SaveGame, journal_path};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const NPCS: usize = 100;

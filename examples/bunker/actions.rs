@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use bevy::prelude::*;
+use bevy_npc_memory::memory::ActionOutcome;
 use bevy_npc_memory::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -43,6 +43,12 @@ use bevy_npc_memory::debug::{DebugSection, NpcMemoryDebugPlugin, NpcMemoryDebugS
 use bevy_npc_memory::memory::{ActionStep, ChatMessage, Origin};
 use bevy_npc_memory::prelude::*;
 
+use bevy_npc_memory::LocalModelFailed;
+use bevy_npc_memory::LocalModelLoaded;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::ShareKnowledge;
 use script::{AutoplayBackend, ECHO, ROBOT, ShiftChange, Step};
 
 struct Args {

@@ -11,7 +11,10 @@
 //!   scripted backend plays it; `rusty acts:` likewise);
 //! - any other line is said to ECHO-7 (the walk-through files are just lines).
 
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::backends::{BackendFuture, ChatRequest, Progress};
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::memory::ActionCall;
 use bevy_npc_memory::memory::LogIndex;
 use bevy_npc_memory::prelude::*;
 

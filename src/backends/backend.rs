@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::memory::ReplyInput;
-use crate::memory::{ActionCall, ActionSpec, NpcId, PromptMessage, SummaryInput};
+use crate::memory::{ActionCall, ActionSpec, NpcId, PromptMessage, ReplyInput, SummaryInput};
 
 /// The future a backend returns. It runs on the plugin's async runtime, never on
 /// the frame.

@@ -23,11 +23,10 @@ mod scripted;
 #[cfg(feature = "http")]
 mod tokio_task;
 
-pub use crate::memory::SummaryInput;
 pub use action_choice::ActionChoice;
 pub use backend::{
     BackendError, BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, Purpose,
-    ReplyInput, RequestKind, ResponsePart, TokenUsage, stream_words,
+    RequestKind, ResponsePart, TokenUsage, stream_words,
 };
 #[cfg(feature = "local-llm")]
 pub use local::{

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use super::backend::{
-    BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, ReplyInput, RequestKind,
-    stream_words,
+    BackendFuture, ChatBackend, ChatRequest, ChatResponse, Progress, RequestKind, stream_words,
 };
-use crate::memory::{ActionStep, Origin, Role, SummaryInput};
+use crate::memory::{ActionStep, Origin, ReplyInput, Role, SummaryInput};
 
 /// Joins the player's statements inside an offline summary.
 const STATEMENT_SEPARATOR: &str = " | ";

@@ -65,6 +65,8 @@ impl Script {
 ///
 /// ```
 /// use bevy_npc_memory::prelude::*;
+/// use bevy_npc_memory::backends::Purpose;
+/// use bevy_npc_memory::backends::ScriptedBackend;
 ///
 /// let backend = ScriptedBackend::new();
 /// backend.push_reply("Logged.").push_summary("The player is Alex.");
@@ -109,6 +111,7 @@ impl ScriptedBackend {
     /// ```
     /// use bevy_npc_memory::memory::ActionCall;
     /// use bevy_npc_memory::prelude::*;
+    /// use bevy_npc_memory::backends::ScriptedBackend;
     ///
     /// let backend = ScriptedBackend::new();
     /// backend

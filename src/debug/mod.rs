@@ -1,5 +1,6 @@
 //! Seeing memory work: a report per NPC (always available, engine data only), the
-//! egui panel that shows it live (feature `debug-ui`), telemetry, and usage figures.
+//! egui panel that shows it live (feature `debug-ui`). Telemetry and usage figures
+//! are in [`telemetry`](crate::telemetry).
 
 mod action_rows;
 #[cfg(feature = "debug-ui")]
@@ -18,9 +19,6 @@ mod schedule;
 #[cfg(feature = "debug-ui")]
 mod section;
 
-pub use crate::plugin::{
-    LlmUsage, TELEMETRY_TARGET, Telemetry, TelemetryEvent, TraceFile, UsageStats, diagnostics,
-};
 pub use action_rows::ActionRow;
 #[cfg(feature = "debug-ui")]
 pub use panel::{NpcMemoryDebugPlugin, NpcMemoryDebugState};

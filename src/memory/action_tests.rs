@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::backends::OfflineBackend;
+use crate::memory::limits::MAX_ACTION_NAME_CHARS;
 
 fn npc(config: &MemoryConfig) -> NpcMemory {
     let persona = PersonaPrompt {

@@ -56,9 +56,31 @@ mod tests;
 #[cfg(test)]
 mod validation_tests;
 
+/// The limits memory keeps to: longest ids, names and texts, most entries, largest
+/// settings. Anything the game or a save gives past them is shortened where that
+/// is safe, or refused with a clear error; the docs of each say which.
+pub mod limits {
+    pub use super::action::{MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS};
+    pub use super::context::MAX_STORED_REASON_CHARS;
+    pub use super::lore::{
+        MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
+    };
+    pub use super::npc::MAX_TOLD_PER_QUERY;
+    pub use super::npc_id::MAX_NPC_ID_CHARS;
+    pub use super::origin::MAX_CHAIN;
+    pub use super::reply_fields::{
+        MAX_REPLY_FIELD_CHARS, MAX_REPLY_FIELD_VALUES, MAX_REPLY_FIELDS, MAX_REPLY_TAG_CHARS,
+    };
+    pub use super::speaker::{MAX_SPEAKER_ID_CHARS, MAX_SPEAKER_NAME_CHARS};
+    pub use super::validation::{
+        MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_FOLLOW_UP_GROWTH, MAX_RECALL_MESSAGES,
+        MAX_SEGMENT_LEVEL, MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
+    };
+}
+
 pub use action::{
-    ActionCall, ActionNote, ActionOutcome, ActionReply, ActionSpec, ActionStep,
-    MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS, NpcAction, is_action_name,
+    ActionCall, ActionNote, ActionOutcome, ActionReply, ActionSpec, ActionStep, NpcAction,
+    is_action_name,
 };
 pub use assembly::{AssembledPrompt, RecalledMessage, SectionKind, SectionReport};
 pub use calendar::Calendar;
@@ -67,8 +89,7 @@ pub use config::{
     FollowUps, MemoryConfig, MemoryFeatures, PromptBudget, SectionShares, SharingPolicy, ShortLogs,
 };
 pub use context::{
-    ContextMemory, Degradation, MAX_STORED_REASON_CHARS, SummaryJobId, SummaryKind, SummaryRecord,
-    SummaryTrigger,
+    ContextMemory, Degradation, SummaryJobId, SummaryKind, SummaryRecord, SummaryTrigger,
 };
 pub use facts::{
     Fact, FactCategory, FactChange, FactChangeKind, FactKey, FactKeyError, FactLimits, FactSource,
@@ -81,31 +102,22 @@ pub use log::recall::{
     RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
 };
 pub use lore::{
-    LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreScope, LoreStore,
-    MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
-    SharedKnowledge,
+    LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreScope, LoreStore, SharedKnowledge,
 };
 pub use message::{ChatMessage, LogIndex, PromptMessage, Role};
 pub use npc::{
-    Acted, ActionRecord, LayersMut, MAX_TOLD_PER_QUERY, Noted, NpcMemory, Reconfigured, Recorded,
-    Replied, ReplyInput, Told, ToldFact, Turn, preview_prompt,
+    ActionRecord, ActionsRecorded, LayersMut, Noted, NpcMemory, Reconfigured, Recorded, ReplyInput,
+    ReplyRecorded, Told, ToldFact, Turn, preview_prompt,
 };
-pub use npc_id::{MAX_NPC_ID_CHARS, NpcId};
-pub use origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
+pub use npc_id::NpcId;
+pub use origin::{Hearsay, Origin, Source, Teller};
 pub use parts::MemoryParts;
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
-pub use reply_fields::{
-    MAX_REPLY_FIELD_CHARS, MAX_REPLY_FIELD_VALUES, MAX_REPLY_FIELDS, MAX_REPLY_TAG_CHARS,
-    ReplyFieldSet, ReplyFields, ReplyTagStream, check_reply_field,
-};
+pub use reply_fields::{ReplyFieldSet, ReplyFields, ReplyTagStream, check_reply_field};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
-pub use speaker::{MAX_SPEAKER_ID_CHARS, MAX_SPEAKER_NAME_CHARS, SpeakerError, SpeakerId};
+pub use speaker::{SpeakerError, SpeakerId};
 pub use summary::{SummaryInput, SummaryJob, SummaryOutcome, SummaryUpdate};
 pub use tokens::{estimate_prompt_tokens, estimate_tokens};
-pub use validation::{
-    MAX_BUDGET_TOKENS, MAX_FACT_SETTING, MAX_FOLLOW_UP_GROWTH, MAX_RECALL_MESSAGES,
-    MAX_SEGMENT_LEVEL, MAX_SUMMARY_CHARS_LIMIT, MAX_WINDOW_MESSAGES,
-};
 pub use window::RollingWindow;
 
 pub(crate) use action::ArgumentSchema;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::npc_id::NpcId;
 
 /// Longest speaker id, in characters. `player_name:` plus the id must fit a
-/// [`FactKey`], with room to spare.
+/// [`FactKey`](crate::memory::FactKey), with room to spare.
 pub const MAX_SPEAKER_ID_CHARS: usize = 32;
 
 /// Longest display name, in characters.

@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::memory::limits::MAX_SPEAKER_NAME_CHARS;
 
 fn npc(features: MemoryFeatures) -> NpcMemory {
     let persona = PersonaPrompt {

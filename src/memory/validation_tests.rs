@@ -1,6 +1,7 @@
 //! The loader's checks, field by field, on a real layered memory with bad values.
 
-use super::{Degradation, LogIndex, MAX_STORED_REASON_CHARS, MemoryConfig, MemoryParts};
+use super::limits::MAX_STORED_REASON_CHARS;
+use super::{Degradation, LogIndex, MemoryConfig, MemoryParts};
 use crate::memory::{FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryStyle};
 
 /// A layered memory with every part filled: segments, facts, recall state,

@@ -32,6 +32,7 @@ pub enum ClockSource {
 /// ```no_run
 /// use bevy::prelude::*;
 /// use bevy_npc_memory::prelude::*;
+/// use bevy_npc_memory::NpcMemoryClock;
 ///
 /// App::new()
 ///     .add_plugins((MinimalPlugins, AssetPlugin::default()))

@@ -57,6 +57,7 @@ npc_entity_event!(
     /// ```
     /// # use bevy::prelude::*;
     /// # use bevy_npc_memory::prelude::*;
+    /// # use bevy_npc_memory::dialogue::ReplyStarted;
     /// fn show_thinking(started: On<ReplyStarted>) {
     ///     info!("{} thinks about {:?} ({})", started.npc, started.line, started.turn);
     /// }
@@ -117,7 +118,7 @@ npc_entity_event!(
 /// and in the next one otherwise. An entity without [`Npc`] is logged as a warning
 /// and the line dropped: there is no NPC to hand it back for.
 ///
-/// [`NpcCommandsExt::talk`](crate::prelude::NpcCommandsExt::talk) triggers it.
+/// [`NpcCommandsExt::talk`](crate::NpcCommandsExt::talk) triggers it.
 #[derive(EntityEvent, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Event, Debug, PartialEq, Clone)]
@@ -163,7 +164,7 @@ impl TalkTo {
 /// Interrupts an NPC entity's reply: [`InterruptNpc`] by entity, with the same
 /// effect on memory. An entity without [`Npc`] is logged as a warning and ignored.
 ///
-/// [`NpcCommandsExt::interrupt_npc`](crate::prelude::NpcCommandsExt::interrupt_npc)
+/// [`NpcCommandsExt::interrupt_npc`](crate::NpcCommandsExt::interrupt_npc)
 /// triggers it.
 #[derive(EntityEvent, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]

@@ -112,7 +112,7 @@ pub enum About {
     /// One entry of the teller's log: a line, an event, or something it heard.
     Entry(LogIndex),
     /// Whatever the teller remembers that best matches `text`, at most `max`
-    /// entries (capped at [`MAX_TOLD_PER_QUERY`](crate::memory::MAX_TOLD_PER_QUERY)).
+    /// entries (capped at [`MAX_TOLD_PER_QUERY`](crate::memory::limits::MAX_TOLD_PER_QUERY)).
     Query {
         /// What the teller is asked about.
         text: String,
@@ -138,6 +138,7 @@ pub enum About {
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::knowledge::ShareKnowledge;
 /// fn shift_change(mut share: MessageWriter<ShareKnowledge>) {
 ///     share.write(ShareKnowledge::about_query("rusty", "echo7", "the reactor", 3));
 /// }

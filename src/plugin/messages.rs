@@ -16,7 +16,7 @@ use crate::memory::{
 
 /// The player says something to an NPC. Send it with a `MessageWriter<TalkToNpc>`,
 /// or, for a spawned NPC entity, trigger [`TalkTo`](crate::prelude::TalkTo) or call
-/// [`talk`](crate::prelude::NpcCommandsExt::talk) on its `EntityCommands`.
+/// [`talk`](crate::NpcCommandsExt::talk) on its `EntityCommands`.
 ///
 /// The answer comes back as [`NpcReplied`] or [`NpcReplyFailed`]. While the NPC is
 /// still answering an earlier line, new lines queue (see
@@ -50,7 +50,7 @@ pub struct TalkToNpc {
     /// What the player said.
     pub text: String,
     /// The player asked the NPC to keep it to itself: it is answered as usual but
-    /// never passed on to another NPC (see [`ShareKnowledge`](crate::prelude::ShareKnowledge)).
+    /// never passed on to another NPC (see [`ShareKnowledge`](crate::knowledge::ShareKnowledge)).
     #[reflect(default)]
     pub private: bool,
     /// Who says it: the game's single player unless set (see
@@ -79,6 +79,7 @@ impl TalkToNpc {
     /// ```
     /// # use bevy::prelude::*;
     /// # use bevy_npc_memory::prelude::*;
+    /// # use bevy_npc_memory::memory::SpeakerId;
     /// fn co_op(mut talk: MessageWriter<TalkToNpc>) {
     ///     let bob = SpeakerId::new("p2", "Bob").expect("a plain name");
     ///     talk.write(TalkToNpc::new("echo7", "Where is the generator?").from_speaker(bob));
@@ -213,8 +214,8 @@ impl RemovePinnedFact {
 
 /// Stops the reply an NPC is producing, and optionally the lines waiting for it,
 /// without touching its memory otherwise. For a spawned NPC entity, trigger
-/// [`Interrupt`](crate::prelude::Interrupt) or call
-/// [`interrupt_npc`](crate::prelude::NpcCommandsExt::interrupt_npc) on its
+/// [`Interrupt`](crate::dialogue::Interrupt) or call
+/// [`interrupt_npc`](crate::NpcCommandsExt::interrupt_npc) on its
 /// `EntityCommands`.
 ///
 /// What memory keeps:
@@ -233,7 +234,7 @@ impl RemovePinnedFact {
 /// Lines waiting in the queue carry on, the next one starting at once, unless
 /// `clear_queue` is set: then each fails with [`ReplyError::Interrupted`] (with
 /// `kept: None`) and its text in `unrecorded_line`. Lines held for a load in
-/// flight ([`NpcMemoryLoads`](crate::prelude::NpcMemoryLoads)) are waiting lines
+/// flight ([`NpcMemoryLoads`](crate::saves::NpcMemoryLoads)) are waiting lines
 /// too: kept and answered by the loaded memory, or, with `clear_queue`, handed
 /// back the same way (with no turn). An NPC that is not answering is
 /// left alone (apart from its queue, when cleared). Within one frame, interrupts
@@ -243,6 +244,7 @@ impl RemovePinnedFact {
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::dialogue::InterruptNpc;
 /// fn skip(mut interrupt: MessageWriter<InterruptNpc>) {
 ///     // Cut the current answer short; lines already waiting are still answered.
 ///     interrupt.write(InterruptNpc::new("echo7"));
@@ -458,6 +460,7 @@ pub struct NpcMemoryDegraded {
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::dialogue::SwitchBackend;
 /// fn use_offline_replies(mut switch: MessageWriter<SwitchBackend>) {
 ///     switch.write(SwitchBackend::replies(OfflineBackend::default()));
 /// }

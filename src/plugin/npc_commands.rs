@@ -35,7 +35,7 @@ pub trait NpcCommandsExt {
     fn talk(&mut self, text: impl Into<String>) -> &mut Self;
 
     /// Interrupts this NPC's reply; its waiting lines are still answered. See
-    /// [`InterruptNpc`](crate::prelude::InterruptNpc) for what memory keeps.
+    /// [`InterruptNpc`](crate::dialogue::InterruptNpc) for what memory keeps.
     fn interrupt_npc(&mut self) -> &mut Self;
 
     /// Interrupts this NPC's reply and drops the lines waiting for it.

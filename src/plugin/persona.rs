@@ -13,9 +13,10 @@ mod bindings;
 pub(crate) use bindings::{PersonaBindings, on_npc_inserted};
 
 use super::npc::{MemoryTier, PersonaFeatures, TierMemory, TierOverrides};
+use crate::memory::limits::MAX_REPLY_FIELDS;
 use crate::memory::{
-    MAX_REPLY_FIELDS, MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, ReplyFieldSet,
-    SummaryStyle, check_reply_field, shorten_to_chars,
+    MemoryConfig, NpcId, PersonaPrompt, PromptLanguage, ReplyFieldSet, SummaryStyle,
+    check_reply_field, shorten_to_chars,
 };
 
 /// What an NPC is: its name, its system prompt, and how its memory is worded and
@@ -71,13 +72,13 @@ pub struct Persona {
     /// ([`LoreScope::Group`](crate::memory::LoreScope::Group)). None by default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
-    /// This NPC's default [`MemoryTier`](crate::prelude::MemoryTier), e.g.
+    /// This NPC's default [`MemoryTier`](crate::schedule::MemoryTier), e.g.
     /// `tier: Some(Background)` for a crowd NPC; the game's
-    /// [`MemoryTier`](crate::prelude::MemoryTier) component or
-    /// [`SetMemoryTier`](crate::prelude::SetMemoryTier) overrides it.
+    /// [`MemoryTier`](crate::schedule::MemoryTier) component or
+    /// [`SetMemoryTier`](crate::schedule::SetMemoryTier) overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<MemoryTier>,
-    /// Memory settings per [`MemoryTier`](crate::prelude::MemoryTier), applied on
+    /// Memory settings per [`MemoryTier`](crate::schedule::MemoryTier), applied on
     /// top of the persona's own while the NPC is in that tier, e.g. a larger
     /// threshold and no pinned facts in the background (see [`TierMemory`]).
     #[serde(default, skip_serializing_if = "TierMemory::is_empty")]
@@ -155,7 +156,7 @@ impl Persona {
         self
     }
 
-    /// Gives this NPC a default [`MemoryTier`](crate::prelude::MemoryTier).
+    /// Gives this NPC a default [`MemoryTier`](crate::schedule::MemoryTier).
     pub fn with_tier(mut self, tier: MemoryTier) -> Self {
         self.tier = Some(tier);
         self
@@ -207,11 +208,11 @@ impl Persona {
         let long_group = persona
             .groups
             .iter()
-            .any(|g| g.chars().count() > crate::memory::MAX_LORE_KEY_CHARS);
+            .any(|g| g.chars().count() > crate::memory::limits::MAX_LORE_KEY_CHARS);
         if persona.groups.len() > MAX_PERSONA_GROUPS || long_group {
             return Err(PersonaError::Parse(format!(
                 "groups: at most {MAX_PERSONA_GROUPS}, each at most {} characters",
-                crate::memory::MAX_LORE_KEY_CHARS
+                crate::memory::limits::MAX_LORE_KEY_CHARS
             )));
         }
         let bad_action = persona

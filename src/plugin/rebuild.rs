@@ -24,15 +24,15 @@ pub const RECALL_BUILD_OFF_THREAD: usize = 1_000;
 ///
 /// Read it to show that memory is loading: [`is_loading`](Self::is_loading) holds
 /// from the frame a [`LoadMemory`](crate::prelude::LoadMemory) is taken or a snapshot is put
-/// into [`NpcMemorySnapshot`](crate::prelude::NpcMemorySnapshot) until the loaded memory is
+/// into [`NpcMemorySnapshot`](crate::saves::NpcMemorySnapshot) until the loaded memory is
 /// in place (or the load failed).
 ///
 /// Lines said while a load is in flight are held here, never lost:
 /// - once the loaded memory is in place it answers them, oldest first; when the
 ///   load fails, the memory in use does;
 /// - a newer load that replaces one in flight keeps them, and its memory answers
-///   them (the older load is reported with [`LoadError::Superseded`](crate::save::LoadError::Superseded));
-/// - [`InterruptNpc::clearing_queue`](crate::prelude::InterruptNpc::clearing_queue)
+///   them (the older load is reported with [`LoadError::Superseded`](crate::saves::LoadError::Superseded));
+/// - [`InterruptNpc::clearing_queue`](crate::dialogue::InterruptNpc::clearing_queue)
 ///   hands the NPC's held lines back ([`NpcReplyFailed`](crate::prelude::NpcReplyFailed)
 ///   with [`ReplyError::Interrupted`](crate::prelude::ReplyError::Interrupted) and the
 ///   text in `unrecorded_line`), a plain interrupt keeps them, and

@@ -20,7 +20,7 @@ pub enum NpcMemorySystems {
     /// enter memory, and their follow-ups start.
     Collect,
     /// Saves, loads and autosave: snapshots go to the IO task pool, results come
-    /// back. Last, [`NpcMemorySnapshot`](crate::prelude::NpcMemorySnapshot) is brought up to date.
+    /// back. Last, [`NpcMemorySnapshot`](crate::saves::NpcMemorySnapshot) is brought up to date.
     Persist,
 }
 

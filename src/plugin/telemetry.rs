@@ -125,7 +125,7 @@ pub enum TelemetryEvent {
         backend_retries: bool,
     },
     /// An NPC called an action and it came to `outcome`; the same as
-    /// [`NpcActed`](crate::prelude::NpcActed), for traces.
+    /// [`NpcActed`](crate::actions::NpcActed), for traces.
     Acted {
         /// Who acted.
         npc: NpcId,
@@ -168,7 +168,7 @@ pub struct Telemetry {
 /// than twice `max_bytes` on disk. A line is never split between the two files.
 ///
 /// ```no_run
-/// use bevy_npc_memory::debug::{Telemetry, TraceFile};
+/// use bevy_npc_memory::telemetry::{Telemetry, TraceFile};
 ///
 /// // At most about 2 MiB in trace.jsonl plus 2 MiB in trace.jsonl.1.
 /// let telemetry = Telemetry::with_trace_file(TraceFile::new("trace.jsonl").with_max_bytes(2 << 20))?;

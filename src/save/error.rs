@@ -116,7 +116,7 @@ pub enum SaveError {
     /// The file system refused.
     #[error("the file could not be written: {0}")]
     Io(String),
-    /// The memory breaks a rule loading checks (see [`SaveGame::validate`](crate::save::SaveGame::validate)), so the
+    /// The memory breaks a rule loading checks (see [`SaveGame::validate`](crate::saves::SaveGame::validate)), so the
     /// save could never be read back. Nothing was written.
     #[error("the memory would not load again, so it was not written: {0}")]
     WouldNotLoad(LoadError),

@@ -7,7 +7,8 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 use super::error::{LoadError, SaveError};
-use crate::memory::{InvalidField, LoreChanges, MAX_NPC_ID_CHARS, MemoryParts, NpcId, SpeakerId};
+use crate::memory::limits::MAX_NPC_ID_CHARS;
+use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 
 /// The format this build writes. Older formats are migrated on load; newer ones are
 /// refused with a clear error.

@@ -1,6 +1,6 @@
 //! Savegames: the versioned snapshot format, crash-safe files, migration, and the
-//! import of the original ECHO-7 game's Unity layout. Plain Rust; the plugin's save and load
-//! messages live in the Bevy adapter.
+//! import of the original ECHO-7 game's Unity layout. Plain Rust; games reach it,
+//! with the plugin's save and load messages, through the public `saves` module.
 
 mod error;
 mod file;

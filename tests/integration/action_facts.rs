@@ -9,6 +9,9 @@ use bevy_npc_memory::prelude::*;
 
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, persona, temp_dir};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::memory::ActionOutcome;
 
 const KEPT: &str = "kept: the north door was opened";
 

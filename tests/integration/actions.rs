@@ -10,6 +10,17 @@ use serde::Deserialize;
 
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, add_inbox, persona, temp_dir};
+use bevy_npc_memory::actions::Acted;
+use bevy_npc_memory::actions::AnswerNpcAction;
+use bevy_npc_memory::actions::NpcActed;
+use bevy_npc_memory::actions::ProposedAction;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::TurnId;
+use bevy_npc_memory::memory::ActionCall;
+use bevy_npc_memory::memory::ActionOutcome;
+use bevy_npc_memory::memory::ActionReply;
 
 /// Registered, but no persona here allows it.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -5,6 +5,10 @@
 use std::time::Duration;
 
 use crate::support::{Harness, persona};
+use bevy_npc_memory::backends::ApiKey;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::SwitchBackend;
 use bevy_npc_memory::prelude::*;
 
 #[test]

@@ -3,6 +3,9 @@
 use std::time::Duration;
 
 use crate::support::{Harness, persona};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::memory::Role;
 use bevy_npc_memory::prelude::*;
 
@@ -74,7 +77,7 @@ fn lines_queue_while_busy_and_overflow_fails_clearly() {
 /// a busy NPC with a long queue still saves, and the save loads.
 #[test]
 fn a_queue_set_past_what_a_save_holds_still_saves() {
-    use bevy_npc_memory::save::{MAX_SAVED_QUEUED_LINES, SaveGame};
+    use bevy_npc_memory::saves::{MAX_SAVED_QUEUED_LINES, SaveGame};
     let backend = crate::support::held::HeldBackend::new();
     let held = backend.push_held(&[], "At last.");
     let settings = NpcMemorySettings {

@@ -7,6 +7,7 @@ use bevy_npc_memory::prelude::*;
 use proptest::prelude::*;
 
 use crate::support::{Harness, temp_dir};
+use bevy_npc_memory::lore::LoreFile;
 
 /// Any Unicode, now and then long.
 fn text() -> impl Strategy<Value = String> {

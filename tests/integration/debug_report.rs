@@ -1,6 +1,9 @@
 //! The debug panel's numbers, computed headless, match the plugin's state.
 
 use crate::support::{Harness, persona, seed_sized};
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::debug::NpcMemoryReport;
 use bevy_npc_memory::memory::{FactStatus, Role, SectionKind};
 use bevy_npc_memory::prelude::*;

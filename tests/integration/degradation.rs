@@ -1,7 +1,11 @@
 //! Failing summaries degrade memory quality, never the reply path.
 
 use crate::support::{Harness, persona, seed_sized};
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::backends::{ChatRequest, ChatResponse};
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
 use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
 

@@ -3,6 +3,9 @@
 
 use crate::support::{Harness, seed_sized};
 use bevy_npc_memory::backends::ChatRequest;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
 use bevy_npc_memory::memory::{PromptMessage, SummaryStyle};
 use bevy_npc_memory::prelude::*;
 

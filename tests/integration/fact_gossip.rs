@@ -8,6 +8,14 @@ use bevy_npc_memory::memory::{Fact, FactChangeKind, FactSource, Origin, Source};
 use bevy_npc_memory::prelude::*;
 
 use crate::support::{Harness, add_inbox, layered_plugin, persona, temp_dir};
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::lore::AddLore;
+use bevy_npc_memory::lore::RemoveLore;
+use bevy_npc_memory::lore::UpdateLore;
+use bevy_npc_memory::memory::LoreEntry;
+use bevy_npc_memory::memory::LoreScope;
 
 /// ECHO-7 and RUSTY-3 with every layered feature on; summaries (which pin facts
 /// on the offline backend) run every two messages.

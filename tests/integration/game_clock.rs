@@ -9,9 +9,12 @@ use bevy::prelude::*;
 use bevy::time::TimeUpdateStrategy;
 use bevy_npc_memory::memory::{ChatMessage, LogIndex};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::SaveGame;
+use bevy_npc_memory::saves::SaveGame;
 
 use crate::support::{Harness, persona, seed_sized, temp_dir};
+use bevy_npc_memory::NpcMemoryClock;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
 
 const HOUR: u64 = 3_600;
 
@@ -230,7 +233,7 @@ fn a_format_3_save_with_restarted_clocks_migrates_in_order() {
     let save = SaveGame::from_bytes(&std::fs::read(V3_FIXTURE).unwrap()).expect("format 3 loads");
     assert_eq!(
         save.format_version,
-        bevy_npc_memory::save::SAVE_FORMAT_VERSION
+        bevy_npc_memory::saves::SAVE_FORMAT_VERSION
     );
     let echo = &save
         .npcs

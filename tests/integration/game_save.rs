@@ -10,6 +10,10 @@ use bevy_npc_memory::prelude::*;
 use moonshine_save::prelude::*;
 
 use crate::support::{Harness, add_inbox, temp_dir};
+use bevy_npc_memory::NpcMemoryClock;
+use bevy_npc_memory::saves::MemoryRestoreFailed;
+use bevy_npc_memory::saves::MemoryRestored;
+use bevy_npc_memory::saves::NpcMemorySnapshot;
 
 /// The game: the plugin, the save crate's observers, and inboxes for the outcome.
 fn game() -> Harness {
@@ -173,7 +177,7 @@ fn the_snapshot_follows_every_change_and_matches_a_file_save() {
     assert_eq!(taken.clock, clock(&h), "the clock is the one of this frame");
     let path = dir.join("file.json");
     h.save_to(&path);
-    let on_disk = bevy_npc_memory::save::SaveGame::read_from(&path, u64::MAX)
+    let on_disk = bevy_npc_memory::saves::SaveGame::read_from(&path, u64::MAX)
         .map(|(_, save)| save)
         .unwrap();
     assert!(

@@ -4,9 +4,12 @@
 
 use crate::support::alloc::peak_allocation;
 use crate::support::{Harness, layered_scene, persona, seed_sized};
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::memory::{MemoryParts, NpcMemory};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{LoadError, SaveFormat, SaveGame};
+use bevy_npc_memory::saves::{LoadError, SaveFormat, SaveGame};
 use serde_json::{Value, json};
 
 /// What the plugin does with a save file: parse and check it (on the IO thread),

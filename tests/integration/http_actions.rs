@@ -11,6 +11,8 @@ use serde_json::json;
 use crate::support::actions::OpenDoor;
 use crate::support::fake_llm::{FakeLlm, FakeReply, reply_request, stream_events};
 use crate::support::{Harness, add_inbox, persona};
+use bevy_npc_memory::actions::NpcActed;
+use bevy_npc_memory::memory::ActionOutcome;
 
 /// Doors the handler opened, in order.
 #[derive(Resource, Default)]

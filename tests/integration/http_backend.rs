@@ -8,11 +8,18 @@ use crate::support::fake_llm::{
 };
 use crate::support::logs::captured_logs;
 use crate::support::{Harness, persona, read_trace, temp_dir};
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::{
     ApiKey, OpenAiBackend, OpenAiConfig, Progress, ResponseLimits, ResponsePart, RetryPolicy,
 };
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
 use bevy_npc_memory::memory::Role;
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::schedule::NpcMemoryScheduler;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 /// No allocation may come near a flood: a few times the largest limit.
 const ALLOCATION_BOUND: usize = 32 << 20;
@@ -122,7 +129,7 @@ impl Setup {
             .clone()
     }
 
-    fn reply_usage(&self) -> bevy_npc_memory::debug::UsageStats {
+    fn reply_usage(&self) -> bevy_npc_memory::telemetry::UsageStats {
         let usage = self.h.app.world().resource::<LlmUsage>();
         usage
             .npc(&NpcId::new("echo7"), Purpose::Reply)

@@ -7,6 +7,7 @@ use bevy_inspector_egui::egui;
 use bevy_npc_memory::prelude::*;
 
 use crate::support::Harness;
+use bevy_npc_memory::saves::SaveSettings;
 
 /// Every piece of text the inspector drew for the resource `R`.
 fn inspector_text<R: Resource<Mutability = bevy::ecs::component::Mutable> + Reflect>(

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::support::{Harness, persona};
+use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::memory::Role;
 use bevy_npc_memory::prelude::*;
 

@@ -7,6 +7,11 @@ use bevy_npc_memory::memory::{Origin, Source};
 use bevy_npc_memory::prelude::*;
 
 use crate::support::{Harness, add_inbox, persona, temp_dir};
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::MarkPrivate;
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::knowledge::Witness;
+use bevy_npc_memory::memory::DateFormat;
 
 fn game() -> Harness {
     let mut h = Harness::new(NpcMemoryPlugin::default());

@@ -3,11 +3,17 @@
 //! quoting of hostile lines, and saves of all of it.
 
 use crate::support::{Harness, persona, seed_sized, system_text, temp_dir};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::dialogue::RemovePinnedFact;
+use bevy_npc_memory::memory::PromptLanguage;
 use bevy_npc_memory::memory::{
     Degradation, FactChangeKind, FactSource, FactStatus, MemoryParts, RecallReason, SectionKind,
 };
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::SaveGame;
+use bevy_npc_memory::saves::SaveGame;
 
 fn context(h: &Harness, npc: &str) -> bevy_npc_memory::memory::ContextMemory {
     h.app
@@ -382,7 +388,7 @@ fn a_version_one_save_migrates_and_keeps_every_layer() {
     let save = SaveGame::from_bytes(&bytes).expect("format 1 still loads");
     assert_eq!(
         save.format_version,
-        bevy_npc_memory::save::SAVE_FORMAT_VERSION
+        bevy_npc_memory::saves::SAVE_FORMAT_VERSION
     );
     let parts: &MemoryParts = &save.npcs[0].memory;
     assert_eq!(parts.log.len(), 4);

@@ -4,8 +4,17 @@ use std::time::Duration;
 
 use crate::support::{Harness, persona};
 use bevy::prelude::*;
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::ScriptStep;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
+use bevy_npc_memory::dialogue::SummarizeNow;
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 #[test]
 fn a_despawned_and_respawned_npc_remembers() {
@@ -300,7 +309,7 @@ fn usage_figures_reach_the_resource_and_bevy_diagnostics() {
         .world()
         .resource::<bevy::diagnostic::DiagnosticsStore>();
     let latency = store
-        .get(&bevy_npc_memory::debug::diagnostics::REQUEST_LATENCY_MS)
+        .get(&bevy_npc_memory::telemetry::diagnostics::REQUEST_LATENCY_MS)
         .unwrap();
     assert!(
         latency.measurement().is_some(),

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use crate::loads::{log_len, long_save};
 use crate::support::{Harness, add_inbox, persona, temp_dir};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{JournaledSlot, SaveGame, journal_path};
+use bevy_npc_memory::saves::MemoryRestored;
+use bevy_npc_memory::saves::NpcMemorySnapshot;
+use bevy_npc_memory::saves::{JournaledSlot, SaveGame, journal_path};
 
 /// The slot as loading sees it: snapshot plus journal.
 fn on_disk(path: &Path) -> Vec<String> {

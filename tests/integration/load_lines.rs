@@ -6,8 +6,9 @@ use crate::loads::{echo_with_one_exchange, loads, log_len, long_save};
 use crate::support::logs::log_lines_with;
 use crate::support::temp_dir;
 use bevy::prelude::*;
+use bevy_npc_memory::dialogue::InterruptNpc;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::LoadError;
+use bevy_npc_memory::saves::LoadError;
 
 /// Starts loading a long save (slow enough to build in a debug build that the
 /// test's next frames see it in flight) and holds `lines` for echo7.

@@ -6,9 +6,14 @@
 use std::sync::Arc;
 
 use crate::support::{Harness, add_inbox, persona, temp_dir};
+use bevy_npc_memory::dialogue::NpcReplyStarted;
+use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
 use bevy_npc_memory::memory::{ChatMessage, MemoryParts, NpcMemory, Origin, PersonaPrompt};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{LoadError, NpcSave, SaveGame};
+use bevy_npc_memory::saves::MemoryRestored;
+use bevy_npc_memory::saves::NpcMemoryLoads;
+use bevy_npc_memory::saves::NpcMemorySnapshot;
+use bevy_npc_memory::saves::{LoadError, NpcSave, SaveGame};
 
 /// A save of `npcs` with `messages` generated lines each, recall on or off.
 pub(crate) fn long_save(npcs: &[&str], messages: usize, recall: bool, mark: &str) -> SaveGame {

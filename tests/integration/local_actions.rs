@@ -15,6 +15,8 @@ use crate::local_llm::{config, model_path};
 use crate::support::actions::OpenDoor;
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, add_inbox, persona};
+use bevy_npc_memory::actions::NpcActed;
+use bevy_npc_memory::memory::ActionOutcome;
 
 /// Calls the lift to a floor.
 #[derive(Debug, Deserialize, JsonSchema)]

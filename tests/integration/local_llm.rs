@@ -14,11 +14,19 @@ use std::time::{Duration, Instant};
 
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, add_inbox, persona, read_trace, temp_dir};
+use bevy_npc_memory::LocalModelFailed;
+use bevy_npc_memory::LocalModelLoaded;
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::ModelStatus;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::{
     ChatTemplateSource, DEFAULT_MODEL_PATH, MaxTokensPolicy, Progress,
 };
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::SwitchBackend;
 use bevy_npc_memory::memory::{PromptMessage, Role};
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 /// The model file, or `None` (with the reason printed) outside CI.
 pub(crate) fn model_path() -> Option<PathBuf> {

@@ -2,11 +2,20 @@
 //! only theirs; updates, hot reload, saves, hostile text and the budget.
 
 use bevy::prelude::*;
-use bevy_npc_memory::memory::{LoreChanges, MAX_LORE_TEXT_CHARS, SectionKind};
+use bevy_npc_memory::memory::limits::MAX_LORE_TEXT_CHARS;
+use bevy_npc_memory::memory::{LoreChanges, SectionKind};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{LoadError, SaveGame};
+use bevy_npc_memory::saves::{LoadError, SaveGame};
 
 use crate::support::{Harness, persona, temp_dir};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::lore::AddLore;
+use bevy_npc_memory::lore::LoreFile;
+use bevy_npc_memory::lore::NpcLore;
+use bevy_npc_memory::lore::RemoveLore;
+use bevy_npc_memory::lore::UpdateLore;
+use bevy_npc_memory::memory::LoreEntry;
 
 const BUNKER: &str = "Vault 7, dug into the hills";
 const DOOR_CODE: &str = "4-7-1-1";
@@ -228,7 +237,7 @@ fn saves_keep_run_time_lore_changes_over_the_files() {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(
         saved["format_version"],
-        bevy_npc_memory::save::SAVE_FORMAT_VERSION
+        bevy_npc_memory::saves::SAVE_FORMAT_VERSION
     );
     assert_eq!(saved["lore"]["removed"][0], "crew_shifts");
 
@@ -263,7 +272,7 @@ fn hostile_lore_in_a_save_is_refused_without_allocating_it() {
         removed: Vec::new(),
     });
     let json = String::from_utf8(
-        good.to_bytes(bevy_npc_memory::save::SaveFormat::Json)
+        good.to_bytes(bevy_npc_memory::saves::SaveFormat::Json)
             .unwrap(),
     )
     .unwrap();

@@ -42,6 +42,7 @@ mod persistence;
 mod personas;
 #[cfg(feature = "http")]
 mod prompt_cache;
+mod public_api;
 #[cfg(feature = "http")]
 mod real_server;
 mod reflection;

@@ -8,6 +8,15 @@ use bevy_npc_memory::prelude::*;
 
 use crate::support::held::{HeldBackend, echo};
 use crate::support::{Harness, persona};
+use bevy_npc_memory::NpcEntities;
+use bevy_npc_memory::dialogue::InterruptNpc;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcReplyStarted;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::ReplyDelta;
+use bevy_npc_memory::dialogue::ReplyFailed;
+use bevy_npc_memory::dialogue::ReplyStarted;
+use bevy_npc_memory::dialogue::TurnId;
 
 /// One entity event, as an observer saw it.
 #[derive(Clone, Debug, PartialEq)]

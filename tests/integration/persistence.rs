@@ -6,9 +6,16 @@ use std::path::Path;
 
 use crate::support::{Harness, persona, seed_sized, temp_dir};
 use bevy::app::AppExit;
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::memory::{Degradation, Role};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{
+use bevy_npc_memory::saves::ResumeAutosave;
+use bevy_npc_memory::saves::SaveSettings;
+use bevy_npc_memory::saves::{
     LoadError, SAVE_FORMAT_VERSION, SaveError, SaveGame, backup_path, journal_path,
 };
 
@@ -722,7 +729,7 @@ fn the_seeds_unity_save_is_imported_into_one_npc() {
     h.spawn_from_file("echo7", "npcs/echo7.zh.npc.ron");
     h.app
         .world_mut()
-        .write_message(bevy_npc_memory::ImportUnitySave::new(
+        .write_message(bevy_npc_memory::saves::ImportUnitySave::new(
             path.clone(),
             NpcId::new("echo7"),
         ));
@@ -861,7 +868,7 @@ fn restored_lines_are_held_to_the_rules_of_new_ones() {
     npc.queued = vec!["   ".into(), "x".repeat(10_000), "still fine".into()];
     fs::write(
         &path,
-        save.to_bytes(bevy_npc_memory::save::SaveFormat::Json)
+        save.to_bytes(bevy_npc_memory::saves::SaveFormat::Json)
             .unwrap(),
     )
     .unwrap();
@@ -922,7 +929,7 @@ fn a_journal_cut_short_by_a_crash_loads_its_whole_records_and_autosave_goes_on()
     let report = loaded.journal.expect("the dropped tail is reported");
     assert_eq!(
         report.problem,
-        bevy_npc_memory::save::JournalProblem::TornTail {
+        bevy_npc_memory::saves::JournalProblem::TornTail {
             bytes: (torn.len() - whole.len()) as u64
         }
     );

@@ -3,6 +3,8 @@
 use crate::support::Harness;
 use bevy::prelude::*;
 use bevy_npc_memory::PersonaError;
+use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
+use bevy_npc_memory::dialogue::SummarizeNow;
 use bevy_npc_memory::memory::SummaryStyle;
 use bevy_npc_memory::prelude::*;
 
@@ -215,7 +217,7 @@ fn the_bunker_robot_persona_switches_on_layered_memory_from_its_file() {
 /// talk, and then every save failed.
 #[test]
 fn a_persona_made_in_code_past_what_a_save_holds_fails_clearly_and_saves_go_on() {
-    use bevy_npc_memory::memory::MAX_WINDOW_MESSAGES;
+    use bevy_npc_memory::memory::limits::MAX_WINDOW_MESSAGES;
     let mut h = Harness::new(NpcMemoryPlugin::default());
     h.spawn(
         "huge",
@@ -237,7 +239,7 @@ fn a_persona_made_in_code_past_what_a_save_holds_fails_clearly_and_saves_go_on()
     let path = dir.join("slot.json");
     h.save_to(&path);
     assert!(h.inbox::<MemorySaveFailed>().is_empty());
-    let (_, saved) = bevy_npc_memory::save::SaveGame::read_from(&path, u64::MAX).unwrap();
+    let (_, saved) = bevy_npc_memory::saves::SaveGame::read_from(&path, u64::MAX).unwrap();
     assert_eq!(saved.npcs.len(), 1, "ECHO-7 alone has memory");
 
     // Reconfiguring to such sizes is refused too: the memory keeps its settings.

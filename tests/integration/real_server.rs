@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::support::actions::OpenDoor;
 use crate::support::fake_llm::reply_request;
 use crate::support::{Harness, persona, read_trace};
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::{ChatRequest, OpenAiBackend, OpenAiConfig, Progress};
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 /// The server's API root, or `None` (with the reason printed) outside CI.
 fn server_url() -> Option<String> {

@@ -8,6 +8,9 @@ use bevy_npc_memory::prelude::*;
 use serde::de::DeserializeSeed;
 
 use crate::support::Harness;
+use bevy_npc_memory::lore::NpcLore;
+use bevy_npc_memory::memory::LoreScope;
+use bevy_npc_memory::memory::SpeakerId;
 
 /// A scene file placing ECHO-7, as a level designer would write it: the NPC's id
 /// and its persona's asset path. Type paths are stable: `bevy_npc_memory::Npc`.

@@ -9,6 +9,10 @@ use bevy_npc_memory::prelude::*;
 
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, persona};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::memory::ActionOutcome;
 
 const MOODS: [&str; 3] = ["calm", "alarmed", "angry"];
 

@@ -16,6 +16,14 @@ use bevy_npc_memory::prelude::*;
 use proptest::prelude::*;
 
 use crate::support::{Harness, Inbox, persona};
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::schedule::MemoryTier;
+use bevy_npc_memory::schedule::NpcMemoryScheduler;
+use bevy_npc_memory::schedule::SetMemoryTier;
 
 /// Answers like the offline backend, records every request in order, can answer
 /// the next few with HTTP 429, and can hold the first summary until released.

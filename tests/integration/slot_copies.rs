@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::loads::long_save;
 use crate::support::{Harness, Inbox, persona, temp_dir};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{JournaledSlot, SaveGame, backup_path, journal_path};
+use bevy_npc_memory::saves::{JournaledSlot, SaveGame, backup_path, journal_path};
 
 /// Waits until the slot on disk holds `messages` messages of ECHO-7's.
 fn wait_for_saved(h: &mut Harness, path: &std::path::Path, messages: usize) {

@@ -9,6 +9,11 @@ use bevy_npc_memory::prelude::*;
 
 use crate::support::held::HeldBackend;
 use crate::support::{Harness, add_inbox, layered_plugin, persona, temp_dir};
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::memory::SpeakerId;
 
 fn alex() -> SpeakerId {
     SpeakerId::new("p1", "Player One").unwrap()

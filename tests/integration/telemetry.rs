@@ -1,7 +1,9 @@
 //! Every request, response, summary update and degradation reaches the trace file.
 
 use crate::support::{Harness, persona, read_trace, seed_sized};
-use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::backends::ScriptedBackend;
 
 #[test]
 fn the_trace_file_records_the_whole_pipeline_as_json_lines() {

@@ -167,7 +167,7 @@ fn a_second_run_with_the_same_save_remembers_the_first() {
 /// loaded after one kill is missing after the next.
 #[test]
 fn killing_the_game_mid_save_always_leaves_a_loadable_save() {
-    use bevy_npc_memory::save::{SaveGame, backup_path, journal_path};
+    use bevy_npc_memory::saves::{SaveGame, backup_path, journal_path};
     let dir = crate::support::temp_dir("sigkill");
     let save = dir.join("savegame.json");
     let journal = journal_path(&save);

@@ -12,6 +12,10 @@ use bevy_npc_memory::memory::SummaryInput;
 use bevy_npc_memory::prelude::*;
 
 use crate::support::Harness;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::schedule::MemoryTier;
+use bevy_npc_memory::schedule::SetMemoryTier;
+use bevy_npc_memory::schedule::TierOverrides;
 
 /// Answers like the offline backend (which pins facts when a summary asks for
 /// them) and keeps every summary request.

@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use crate::support::{Harness, persona};
 use bevy_npc_memory::backends::{BackendFuture, ChatRequest, ChatResponse, Progress, RequestKind};
 use bevy_npc_memory::debug::NpcMemoryReport;
+use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::memory::{
     AssembledPrompt, MemoryParts, NpcMemory, PersonaPrompt, SectionKind, SummaryStyle,
 };
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{SaveFormat, SaveGame};
+use bevy_npc_memory::saves::{SaveFormat, SaveGame};
+use bevy_npc_memory::telemetry::LlmUsage;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -231,7 +233,7 @@ fn core_round(lines: &[String], model: &[String]) -> Result<(), TestCaseError> {
         .collect();
     prop_assert_eq!(said, lines.iter().map(String::as_str).collect::<Vec<_>>());
     let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
-    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::save::NpcSave::new(
+    let save = SaveGame::new(vec![Arc::new(bevy_npc_memory::saves::NpcSave::new(
         NpcId::new("echo7"),
         parts.clone(),
     ))]);

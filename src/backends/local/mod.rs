@@ -65,6 +65,7 @@ use worker::{Job, Work};
 ///
 /// ```no_run
 /// use bevy_npc_memory::prelude::*;
+/// use bevy_npc_memory::backends::BackendError;
 ///
 /// let backend = LocalLlmBackend::new(LocalLlmConfig::demo().with_max_tokens(128))?;
 /// let plugin = NpcMemoryPlugin::default().with_backend(backend);

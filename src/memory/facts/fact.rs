@@ -35,7 +35,7 @@ pub enum FactSource {
     Game,
     /// The summarizer, from the NPC's own conversation: first-hand.
     Model,
-    /// Another NPC told it ([`ShareKnowledge`](crate::prelude::ShareKnowledge)
+    /// Another NPC told it ([`ShareKnowledge`](crate::knowledge::ShareKnowledge)
     /// with `About::Fact`).
     Heard(Arc<HeardFact>),
 }

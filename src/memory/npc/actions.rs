@@ -27,7 +27,7 @@ pub struct ActionRecord {
 /// What recording a round of actions did ([`LayersMut::act`]).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub struct Acted {
+pub struct ActionsRecorded {
     /// The new entries' indices, in log order: the NPC's words if any, then each
     /// call followed by its result.
     pub indices: Vec<LogIndex>,
@@ -47,14 +47,14 @@ impl LayersMut<'_> {
     /// enters the log as its line, then each call (its arguments as the model wrote
     /// them) and its result, in order. Prompts show calls and results as quoted
     /// notes, so a model's arguments can never pose as an instruction. Send
-    /// [`Acted::messages`] for the NPC's next words, then call
+    /// [`ActionsRecorded::messages`] for the NPC's next words, then call
     /// [`reply`](Self::reply) or `act` again with the answer.
     pub fn act(
         &mut self,
         said: Option<&str>,
         actions: &[ActionRecord],
         now: impl Into<Now>,
-    ) -> Acted {
+    ) -> ActionsRecorded {
         let now = now.into();
         self.context.dates = now.format;
         let mut indices = Vec::with_capacity(actions.len() * 2 + 1);
@@ -82,7 +82,7 @@ impl LayersMut<'_> {
             let ended = note(outcome.step());
             keep(self.record_from(Role::System, result, now.seconds, ended));
         }
-        Acted {
+        ActionsRecorded {
             indices,
             overflow,
             messages: self.reply_prompt(),

@@ -11,7 +11,7 @@ mod fact_gossip;
 mod knowledge;
 mod summaries;
 
-pub use actions::{Acted, ActionRecord};
+pub use actions::{ActionRecord, ActionsRecorded};
 pub use fact_gossip::ToldFact;
 pub use knowledge::{MAX_TOLD_PER_QUERY, Noted, Told};
 
@@ -123,7 +123,7 @@ pub struct Turn {
 /// What the NPC's reply led to ([`LayersMut::reply`]).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub struct Replied {
+pub struct ReplyRecorded {
     /// The reply's index in the log.
     pub index: LogIndex,
     /// Set when the window hit its hard cap and uncovered messages left the prompt.
@@ -232,12 +232,12 @@ impl LayersMut<'_> {
 
     /// The NPC answered with `text`: it enters the log and the window, and a
     /// summary starts if one is due. `now` is as for [`say`](Self::say).
-    pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Replied {
+    pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> ReplyRecorded {
         let now = now.into();
         self.context.dates = now.format;
         let origin = self.reply_origin();
         let recorded = self.record_from(Role::Assistant, text, now.seconds, origin);
-        Replied {
+        ReplyRecorded {
             index: recorded.index,
             overflow: recorded.overflow,
             summary: self.start_summary(),

@@ -24,7 +24,7 @@ pub struct ActionInvocation<A> {
 }
 
 /// A call about to reach its handler, shown to the game's veto
-/// ([`NpcActionsAppExt::set_npc_action_veto`]). Its arguments already fit the
+/// ([`NpcActionsAppExt::set_npc_action_veto`](crate::actions::NpcActionsAppExt::set_npc_action_veto)). Its arguments already fit the
 /// action's type and its JSON Schema.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -48,6 +48,7 @@ pub struct ProposedAction {
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::actions::NpcActed;
 /// fn show_actions(mut acted: MessageReader<NpcActed>) {
 ///     for act in acted.read() {
 ///         info!("{} used {} ({}): {}", act.npc, act.name, act.turn, act.outcome);
@@ -82,7 +83,7 @@ pub struct NpcActed {
 /// [`ActionReply::Later`](crate::memory::ActionReply::Later). An answer for a
 /// call that is not waiting (it timed out, or the NPC's memory was cleared) is
 /// ignored. Meanwhile the NPC is thinking and its next lines wait; an
-/// [`InterruptNpc`](crate::prelude::InterruptNpc) does not stop a turn waiting for
+/// [`InterruptNpc`](crate::dialogue::InterruptNpc) does not stop a turn waiting for
 /// the game, only the reply that follows it.
 #[derive(Message, Clone, Debug, PartialEq)]
 #[non_exhaustive]

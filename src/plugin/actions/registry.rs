@@ -206,6 +206,7 @@ pub trait NpcActionsAppExt {
     /// ```
     /// use bevy::prelude::*;
     /// use bevy_npc_memory::prelude::*;
+    /// use bevy_npc_memory::memory::ActionOutcome;
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///
@@ -266,7 +267,7 @@ impl NpcActionsAppExt for App {
             crate::memory::is_action_name(A::NAME),
             "action name {:?} is not a plain name: ASCII letters, digits, '_' or '-', at most {} characters",
             A::NAME,
-            crate::memory::MAX_ACTION_NAME_CHARS
+            crate::memory::limits::MAX_ACTION_NAME_CHARS
         );
         let spec = A::spec();
         let schema = ArgumentSchema::compile(&spec.parameters).unwrap_or_else(|error| {

@@ -88,7 +88,7 @@ impl Dialogue<'_, '_> {
                 // Lore the teller knows and the listener may not: passed on as
                 // hearsay, the only way it reaches an NPC outside its scope.
                 let limits = crate::memory::LoreLimits {
-                    max_entries: (*max).min(crate::memory::MAX_TOLD_PER_QUERY),
+                    max_entries: (*max).min(crate::memory::limits::MAX_TOLD_PER_QUERY),
                     max_tokens: usize::MAX,
                 };
                 for hit in self.lore.query(from, text, &[], &limits) {

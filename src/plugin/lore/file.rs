@@ -7,7 +7,8 @@ use bevy::asset::{AssetLoader, LoadContext, io::Reader};
 use crate::plugin::data_file::{MAX_LORE_FILE_BYTES, read_file_text};
 use bevy::prelude::*;
 
-use crate::memory::{LoreEntry, MAX_LORE_ENTRIES, shorten_to_chars};
+use crate::memory::limits::MAX_LORE_ENTRIES;
+use crate::memory::{LoreEntry, shorten_to_chars};
 
 /// A lore file: a RON list of [`LoreEntry`]s, loaded from `*.lore.ron`.
 ///

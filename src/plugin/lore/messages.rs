@@ -10,6 +10,8 @@ use crate::memory::LoreEntry;
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::lore::AddLore;
+/// # use bevy_npc_memory::memory::LoreEntry;
 /// fn flood(mut lore: MessageWriter<AddLore>) {
 ///     lore.write(AddLore::new(
 ///         LoreEntry::new("flood", "The lower level flooded on day 3.")

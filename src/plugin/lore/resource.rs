@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use bevy::prelude::*;
 
 use super::file::LoreFile;
+use crate::memory::limits::MAX_LORE_ENTRIES;
 use crate::memory::{
     ChatLog, InvalidField, LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreStore,
-    MAX_LORE_ENTRIES, NpcId, SharedKnowledge,
+    NpcId, SharedKnowledge,
 };
 
 /// How many messages before the player's line help find lore, at a lower weight
@@ -27,6 +28,7 @@ const RECENT_MESSAGES: usize = 2;
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::lore::NpcLore;
 /// fn who_knows_the_code(lore: Res<NpcLore>) {
 ///     for npc in lore.npcs_that_see("crew_door_code") {
 ///         info!("{npc} knows the door code");

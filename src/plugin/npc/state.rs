@@ -6,7 +6,7 @@ use super::turn::TurnId;
 
 /// What an NPC entity is doing, for UIs: a thinking bubble, a typewriter line.
 ///
-/// Every entity with [`Npc`] has one (it is a required component). The plugin
+/// Every entity with [`Npc`](crate::Npc) has one (it is a required component). The plugin
 /// changes it only when something happens (a line starts being answered, a piece
 /// streams, the reply ends, fails or is interrupted, memory is cleared or a save
 /// loaded), so `Changed<NpcState>` finds the NPCs worth redrawing and idle NPCs cost

@@ -9,15 +9,15 @@ use serde::{Deserialize, Serialize};
 /// tier.
 ///
 /// Put it on an NPC entity next to [`Npc`](crate::prelude::Npc), or send
-/// [`SetMemoryTier`](crate::prelude::SetMemoryTier) (memory outlives entities), or
+/// [`SetMemoryTier`](crate::schedule::SetMemoryTier) (memory outlives entities), or
 /// give the persona a default (`tier: Some(Background)` in a `*.npc.ron`). Without
 /// any, the NPC is [`Nearby`](Self::Nearby) (see
-/// [`ScheduleSettings::default_tier`](crate::prelude::ScheduleSettings::default_tier)).
+/// [`ScheduleSettings::default_tier`](crate::schedule::ScheduleSettings::default_tier)).
 ///
 /// The component is immutable, so a change is an insert and costs nothing per frame
 /// for NPCs whose tier stays the same: `commands.entity(npc).insert(MemoryTier::Foreground)`.
 ///
-/// A persona can also size memory per tier ([`TierMemory`](crate::prelude::TierMemory)):
+/// A persona can also size memory per tier ([`TierMemory`](crate::schedule::TierMemory)):
 /// `tiers: (background: (summary_threshold: 16, features: (pinned_facts: false)))`
 /// makes the NPC summarize less often and keep no facts while it is in the
 /// background. The NPC is reconfigured once whenever its tier changes to one whose
@@ -35,7 +35,7 @@ pub enum MemoryTier {
     #[default]
     Nearby,
     /// Everyone else: summaries wait (see
-    /// [`ScheduleSettings::background_delay`](crate::prelude::ScheduleSettings::background_delay))
+    /// [`ScheduleSettings::background_delay`](crate::schedule::ScheduleSettings::background_delay))
     /// and then cover everything that piled up meanwhile, in one request.
     Background,
 }

@@ -59,7 +59,7 @@ impl TierOverrides {
 /// A persona's memory settings per [`MemoryTier`] (`Persona::tiers`). The NPC's
 /// configuration is the plugin defaults, then the persona's own settings, then the
 /// entry of its current tier, which the game sets with the [`MemoryTier`]
-/// component or [`SetMemoryTier`](crate::prelude::SetMemoryTier).
+/// component or [`SetMemoryTier`](crate::schedule::SetMemoryTier).
 ///
 /// ```ron
 /// tiers: (
@@ -68,7 +68,7 @@ impl TierOverrides {
 /// ```
 ///
 /// When the tier changes to one whose settings differ, the NPC is reconfigured
-/// once, like [`ReconfigureNpcMemory`](crate::prelude::ReconfigureNpcMemory) does:
+/// once, like [`ReconfigureNpcMemory`](crate::dialogue::ReconfigureNpcMemory) does:
 /// nothing unsummarized leaves its window below the hard cap (past it the overflow
 /// is reported as a degradation), and a lower threshold may start a summary at
 /// once. It replaces a configuration the game sent with `ReconfigureNpcMemory`

@@ -7,8 +7,8 @@ use bevy::reflect::{Reflect, ReflectDeserialize, ReflectSerialize};
 use serde::{Deserialize, Serialize};
 
 /// Identifies one accepted player line and everything the NPC does to answer it:
-/// its [`NpcReplyStarted`](crate::prelude::NpcReplyStarted), every
-/// [`NpcReplyDelta`](crate::prelude::NpcReplyDelta), and the
+/// its [`NpcReplyStarted`](crate::dialogue::NpcReplyStarted), every
+/// [`NpcReplyDelta`](crate::dialogue::NpcReplyDelta), and the
 /// [`NpcReplied`](crate::prelude::NpcReplied) or
 /// [`NpcReplyFailed`](crate::prelude::NpcReplyFailed) that ends it.
 ///

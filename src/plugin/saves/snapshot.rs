@@ -29,6 +29,7 @@ use crate::save::{LoadError, SaveFormat, SaveGame};
 /// ```
 /// # use bevy::prelude::*;
 /// # use bevy_npc_memory::prelude::*;
+/// # use bevy_npc_memory::saves::NpcMemorySnapshot;
 /// // Store it with the game's own data...
 /// fn write_slot(memory: Res<NpcMemorySnapshot>) {
 ///     let json = serde_json::to_string(&*memory).unwrap();

@@ -21,7 +21,7 @@ pub struct NpcMemorySettings {
     pub memory: MemoryConfig,
     /// Player lines that may wait while an NPC is still answering. One more gets a
     /// [`ReplyError::Busy`](crate::prelude::ReplyError::Busy) failure. At most
-    /// [`MAX_SAVED_QUEUED_LINES`](crate::save::MAX_SAVED_QUEUED_LINES), what a save
+    /// [`MAX_SAVED_QUEUED_LINES`](crate::saves::MAX_SAVED_QUEUED_LINES), what a save
     /// holds; a larger value acts as that.
     pub max_queued_lines: usize,
     /// Longest player line accepted, in characters.

@@ -3,7 +3,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use bevy_npc_memory::backends::BackendError;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::{BackendFuture, ChatRequest, ChatResponse, Progress, stream_words};
+use bevy_npc_memory::memory::ActionCall;
 use bevy_npc_memory::memory::PromptMessage;
 use bevy_npc_memory::prelude::*;
 

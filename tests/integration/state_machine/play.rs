@@ -9,12 +9,32 @@ use bevy_npc_memory::memory::{
     AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, estimate_prompt_tokens,
 };
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::save::{SaveFormat, SaveGame, backup_path, journal_path};
+use bevy_npc_memory::saves::{SaveFormat, SaveGame, backup_path, journal_path};
 
 use super::backend::{Answer, Stage, tags};
 use super::steps::{NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
+use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::dialogue::InterruptNpc;
+use bevy_npc_memory::dialogue::NpcReplyStarted;
+use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
+use bevy_npc_memory::dialogue::RemovePinnedFact;
+use bevy_npc_memory::dialogue::SummarizeNow;
+use bevy_npc_memory::dialogue::SwitchBackend;
+use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::MarkPrivate;
+use bevy_npc_memory::knowledge::ShareKnowledge;
+use bevy_npc_memory::lore::AddLore;
+use bevy_npc_memory::lore::RemoveLore;
+use bevy_npc_memory::lore::UpdateLore;
+use bevy_npc_memory::memory::ActionOutcome;
+use bevy_npc_memory::memory::ActionReply;
+use bevy_npc_memory::memory::LoreEntry;
+use bevy_npc_memory::memory::LoreScope;
+use bevy_npc_memory::saves::MemoryRestoreFailed;
+use bevy_npc_memory::saves::MemoryRestored;
+use bevy_npc_memory::saves::NpcMemorySnapshot;
 
 /// A tag that must stay with its NPC, and the NPCs that held it before it became
 /// private (a line marked private after it was passed on).

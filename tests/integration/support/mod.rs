@@ -10,8 +10,14 @@ pub mod logs;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy_npc_memory::dialogue::NpcMemoryDegraded;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcReplyStarted;
+use bevy_npc_memory::dialogue::NpcRequests;
+use bevy_npc_memory::dialogue::NpcSummaryUpdated;
 use bevy_npc_memory::memory::{PromptMessage, ShortLogs};
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 /// Messages of one type the plugin wrote, kept for assertions.
 #[derive(Resource)]
