@@ -26,12 +26,12 @@ use serde::{Deserialize, Serialize};
 use super::clock::DateFormat;
 use super::config::{PromptBudget, SectionShares};
 use super::log::ChatLog;
-use super::log::recall::{RecallHit, RecallReason};
 use super::lore::LoreHit;
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::{PersonaPrompt, PromptLanguage};
 use super::quote::quote;
+use super::recall::{RecallHit, RecallReason};
 use super::segments::{SegmentPriority, SummarySegment};
 use super::speaker::SpeakerId;
 use super::text::{

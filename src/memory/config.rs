@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::facts::FactsConfig;
 use super::forgetting::ForgettingPolicy;
-use super::log::recall::RecallConfig;
+use super::recall::RecallConfig;
 use super::segments::SegmentConfig;
 
 /// Sizes and limits of one NPC's memory.

@@ -14,9 +14,9 @@ use super::config::MemoryFeatures;
 use super::config::ShortLogs;
 use super::facts::PinnedFacts;
 use super::log::ChatLog;
-use super::log::recall::RecallIndex;
 use super::message::LogIndex;
 use super::persona::PersonaPrompt;
+use super::recall::RecallIndex;
 use super::segments::Segments;
 use super::text::shorten_to_chars;
 

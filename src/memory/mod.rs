@@ -31,6 +31,7 @@ mod origin;
 mod parts;
 mod persona;
 mod quote;
+pub(crate) mod recall;
 mod reply_fields;
 pub(crate) use quote::quote;
 mod segments;
@@ -98,9 +99,6 @@ pub use facts::{
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use invalid_field::InvalidField;
 pub use log::ChatLog;
-pub use log::recall::{
-    RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState,
-};
 pub use lore::{
     LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreScope, LoreStore, SharedKnowledge,
 };
@@ -113,6 +111,7 @@ pub use npc_id::NpcId;
 pub use origin::{Hearsay, Origin, Source, Teller};
 pub use parts::MemoryParts;
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
+pub use recall::{RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState};
 pub use reply_fields::{ReplyFieldSet, ReplyFields, ReplyTagStream, check_reply_field};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use speaker::{SpeakerError, SpeakerId};

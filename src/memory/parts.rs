@@ -10,10 +10,10 @@ use super::context::{ContextMemory, Degradation, SummaryRecord};
 use super::facts::PinnedFacts;
 use super::invalid_field::InvalidField;
 use super::log::ChatLog;
-use super::log::recall::{RecallIndex, RecallState};
 use super::message::{ChatMessage, LogIndex};
 use super::npc::NpcMemory;
 use super::persona::PersonaPrompt;
+use super::recall::{RecallIndex, RecallState};
 use super::segments::Segments;
 use super::window::RollingWindow;
 

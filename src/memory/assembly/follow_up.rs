@@ -19,10 +19,10 @@ use super::{
 use crate::memory::clock::DateFormat;
 use crate::memory::config::MemoryFeatures;
 use crate::memory::log::ChatLog;
-use crate::memory::log::recall::RecallHit;
 use crate::memory::lore::LoreHit;
 use crate::memory::message::{LogIndex, PromptMessage, Role};
 use crate::memory::persona::PersonaPrompt;
+use crate::memory::recall::RecallHit;
 use crate::memory::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
 
 /// The last prompt of the conversation, and what it was built from. Derived from

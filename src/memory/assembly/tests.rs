@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::memory::log::recall::RecallReason;
 use crate::memory::persona::SummaryStyle;
+use crate::memory::recall::RecallReason;
 
 fn persona() -> PersonaPrompt {
     PersonaPrompt {

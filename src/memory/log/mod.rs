@@ -1,7 +1,5 @@
 //! L2: the full chat log. Append-only; nothing is ever removed.
 
-pub(crate) mod recall;
-
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -51,7 +49,7 @@ impl ChatLog {
         }
         // The log only grows: by an eighth, not doubling, so at most about an
         // eighth of it is spare room (doubling left up to half of it).
-        recall::reserve_gently(&mut self.messages, 1);
+        super::recall::reserve_gently(&mut self.messages, 1);
         self.messages.push(ChatMessage {
             role,
             content: content.into(),

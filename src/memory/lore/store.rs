@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::entry::{LoreEntry, LoreScope, MAX_LORE_ENTRIES};
 use crate::memory::invalid_field::InvalidField;
-use crate::memory::log::recall::for_each_term;
 use crate::memory::npc_id::NpcId;
+use crate::memory::recall::for_each_term;
 use crate::memory::tokens::estimate_tokens;
 
 /// Query terms beyond this many are dropped: a pasted wall of text costs no more

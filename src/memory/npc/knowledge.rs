@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use super::super::clock::{Now, stamp};
-use super::super::log::recall::{RecallIndex, RecallQuery, RecallReason};
+use super::super::clock::Now;
 use super::super::message::{ChatMessage, LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
+use super::super::recall::{RecallIndex, RecallQuery, RecallReason};
 use super::super::speaker::SpeakerId;
-use super::{LayersMut, Recorded, Turn};
+use super::{LayersMut, Turn};
 use crate::memory::{LoreHit, SharedKnowledge, SummaryJob};
 
 /// What noting an event or a piece of hearsay did.
@@ -297,59 +297,6 @@ impl LayersMut<'_> {
             self.context.recall.count_access(recalled);
         }
         told
-    }
-
-    /// A player line with its origin (said, or said privately) and its speaker,
-    /// with the lore the game found for it.
-    pub(crate) fn say_as(
-        &mut self,
-        text: impl Into<Arc<str>>,
-        origin: Origin,
-        speaker: &SpeakerId,
-        now: Now,
-        knowledge: &SharedKnowledge,
-    ) -> Turn {
-        self.context.dates = now.format;
-        let speaker = (!speaker.is_player()).then(|| speaker.clone());
-        let recorded = self.record_by(Role::User, text, now.seconds, origin, speaker);
-        self.turn(recorded, knowledge)
-    }
-
-    fn note(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Noted {
-        self.context.dates = now.format;
-        let recorded = self.record_from(Role::System, text, now.seconds, origin);
-        Noted {
-            index: recorded.index,
-            overflow: recorded.overflow,
-            summary: self.start_summary(),
-        }
-    }
-
-    pub(super) fn record_from(
-        &mut self,
-        role: Role,
-        content: impl Into<Arc<str>>,
-        timestamp: f64,
-        origin: Origin,
-    ) -> Recorded {
-        self.record_by(role, content, timestamp, origin, None)
-    }
-
-    fn record_by(
-        &mut self,
-        role: Role,
-        content: impl Into<Arc<str>>,
-        timestamp: f64,
-        origin: Origin,
-        speaker: Option<SpeakerId>,
-    ) -> Recorded {
-        let timestamp = stamp(timestamp, self.last_stamp());
-        let index = self
-            .log
-            .append_from(role, content, timestamp, origin, speaker);
-        self.sync_recall();
-        let overflow = self.trim();
-        Recorded { index, overflow }
     }
 }
 

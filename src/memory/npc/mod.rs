@@ -9,6 +9,7 @@
 mod actions;
 mod fact_gossip;
 mod knowledge;
+mod recording;
 mod summaries;
 
 pub use actions::{ActionRecord, ActionsRecorded};
@@ -29,11 +30,11 @@ use super::context::{ContextMemory, Degradation};
 use super::facts::{FactChange, FactKey, FactsError};
 use super::forgetting::{ForgettingReport, MessageFacts};
 use super::log::ChatLog;
-use super::log::recall::RecallQuery;
 use super::lore::{LoreHit, SharedKnowledge};
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
+use super::recall::RecallQuery;
 use super::speaker::SpeakerId;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
@@ -352,7 +353,7 @@ impl LayersMut<'_> {
         prompt
     }
 
-    fn recall_for_reply(&mut self, window: Range<LogIndex>) -> Vec<super::log::recall::RecallHit> {
+    fn recall_for_reply(&mut self, window: Range<LogIndex>) -> Vec<super::recall::RecallHit> {
         let config = &self.context.features.recall;
         if !config.enabled {
             return Vec::new();
@@ -469,10 +470,8 @@ impl LayersMut<'_> {
         // rebuilt; what it learned (forgetting, access counts) is kept.
         if self.context.recall.calendar() != calendar {
             let state = self.context.recall.state();
-            self.context.recall = super::log::recall::RecallIndex::from_log_with_calendar(
-                self.log.messages(),
-                calendar,
-            );
+            self.context.recall =
+                super::recall::RecallIndex::from_log_with_calendar(self.log.messages(), calendar);
             self.context.recall.restore_state(&state);
             return;
         }
@@ -485,24 +484,24 @@ impl LayersMut<'_> {
     /// Messages recall would have to index if it were switched on now: the part of
     /// the log its index has not seen. Switching recall on for a long log costs
     /// about 5 µs per message, so a game may build the index elsewhere first
-    /// ([`RecallIndex::from_log`](super::log::recall::RecallIndex::from_log)) and
+    /// ([`RecallIndex::from_log`](super::recall::RecallIndex::from_log)) and
     /// hand it over with [`switch_recall_on`](Self::switch_recall_on).
     pub fn recall_backlog(&self) -> usize {
         self.log.len().saturating_sub(self.context.recall.len())
     }
 
     /// Switches recall on with `index`, built elsewhere from the start of this
-    /// log (by [`RecallIndex::from_log`](super::log::recall::RecallIndex::from_log)
+    /// log (by [`RecallIndex::from_log`](super::recall::RecallIndex::from_log)
     /// over a copy of it). What the current index knows of forgetting and access
     /// counts is kept, and messages logged since the copy are indexed here. An
     /// index read with another calendar than `recall.calendar` is rebuilt here,
-    /// so build it with [`RecallIndex::from_log_with_calendar`](super::log::recall::RecallIndex::from_log_with_calendar). Returns
+    /// so build it with [`RecallIndex::from_log_with_calendar`](super::recall::RecallIndex::from_log_with_calendar). Returns
     /// `false`, changing nothing, when `index` covers more messages than the log
     /// holds (the log was cleared meanwhile).
     pub fn switch_recall_on(
         &mut self,
-        mut index: super::log::recall::RecallIndex,
-        recall: super::log::recall::RecallConfig,
+        mut index: super::recall::RecallIndex,
+        recall: super::recall::RecallConfig,
     ) -> bool {
         if index.len() > self.log.len() {
             return false;
@@ -618,7 +617,7 @@ fn build_prompt(
     log: &ChatLog,
     window: &RollingWindow,
     context: &ContextMemory,
-    recalled: Vec<super::log::recall::RecallHit>,
+    recalled: Vec<super::recall::RecallHit>,
     lore: &[LoreHit],
 ) -> AssembledPrompt {
     let facts = context.facts_section(log.speakers());

@@ -71,7 +71,7 @@ pub(crate) use terms::for_each_term;
 /// doubling. The index's buffers (and the log they index) only ever grow, and
 /// doubling would leave up to half of each one empty; an eighth keeps pushes amortized O(1) at a little more
 /// copying.
-pub(super) fn reserve_gently<T>(buffer: &mut Vec<T>, additional: usize) {
+pub(crate) fn reserve_gently<T>(buffer: &mut Vec<T>, additional: usize) {
     let spare = buffer.capacity() - buffer.len();
     if spare < additional {
         let step = (buffer.len() / 8).max(additional).max(64);
