@@ -21,6 +21,7 @@ mod context;
 mod facts;
 mod forgetting;
 mod invalid_field;
+mod line;
 mod log;
 mod lore;
 mod message;
@@ -43,19 +44,7 @@ mod validation;
 mod window;
 
 #[cfg(test)]
-mod action_tests;
-#[cfg(test)]
-mod knowledge_tests;
-#[cfg(test)]
-mod layered_tests;
-#[cfg(test)]
-mod reply_fields_tests;
-#[cfg(test)]
-mod speaker_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod validation_tests;
 
 /// The limits memory keeps to: longest ids, names and texts, most entries, largest
 /// settings. Anything the game or a save gives past them is shortened where that
@@ -98,6 +87,7 @@ pub use facts::{
 };
 pub use forgetting::{ForgettingPolicy, ForgettingReport};
 pub use invalid_field::InvalidField;
+pub use line::Line;
 pub use log::ChatLog;
 pub use lore::{
     LoreChanges, LoreEntry, LoreHit, LoreLimits, LoreReader, LoreScope, LoreStore, SharedKnowledge,

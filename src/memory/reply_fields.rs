@@ -352,3 +352,6 @@ impl ReplyTagStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

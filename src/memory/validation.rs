@@ -472,3 +472,6 @@ fn check_degradation(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

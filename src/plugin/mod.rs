@@ -299,6 +299,7 @@ impl Plugin for NpcMemoryPlugin {
                         saves::restore_snapshot,
                         saves::take_loads,
                         saves::finish_loads,
+                        dialogue::settle_loads,
                         systems::apply_personas,
                     )
                         .chain()
@@ -321,6 +322,7 @@ impl Plugin for NpcMemoryPlugin {
                         saves::take_save_requests,
                         saves::autosave,
                         saves::finish_io,
+                        dialogue::settle_io,
                         saves::keep_snapshot_current,
                     )
                         .chain()
@@ -332,7 +334,10 @@ impl Plugin for NpcMemoryPlugin {
                 Update,
                 usage::measure_diagnostics.after(NpcMemorySystems::Persist),
             )
-            .add_systems(Last, saves::flush_on_exit);
+            .add_systems(
+                Last,
+                (dialogue::hand_back_on_exit, saves::flush_on_exit).chain(),
+            );
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);

@@ -58,6 +58,28 @@ pub struct NpcMemoryLoads {
     recall: HashMap<NpcId, PendingRecall>,
     /// The snapshot put in that is being (or was last) restored.
     pub(crate) taken_snapshot: Option<Arc<SaveGame>>,
+    /// What the save systems left for the turn pipeline this frame, in order.
+    handovers: Vec<Handover>,
+}
+
+/// What swapping memory in leaves for the turn pipeline. The save systems only
+/// put memory in place; dialogue's `settle_loads` runs right after them and deals
+/// with the turns: requests, waiting lines, personas and tiers.
+#[derive(Debug)]
+pub(crate) enum Handover {
+    /// Every NPC's memory became a save's. The replaced memory's requests and
+    /// lines are cancelled, lore told to `told_lore` is checked against the lore
+    /// now in force, live personas win over saved ones, and the save's waiting
+    /// lines wait again.
+    Replaced {
+        told_lore: Vec<NpcId>,
+        waiting: Vec<(NpcId, Vec<WaitingLine>)>,
+    },
+    /// One NPC's memory was imported: it gets its tier's settings.
+    Imported(NpcId),
+    /// A load ended (swapped in or failed): the lines held for it go to the
+    /// memory now in use.
+    Released(Vec<(NpcId, WaitingLine)>),
 }
 
 /// Where a load came from.
@@ -258,6 +280,16 @@ impl NpcMemoryLoads {
             .partition(|(held, _)| held == npc);
         self.held = kept;
         taken.into_iter().map(|(_, line)| line).collect()
+    }
+
+    /// Leaves `handover` for the turn pipeline, after those left before it.
+    pub(crate) fn hand_over(&mut self, handover: Handover) {
+        self.handovers.push(handover);
+    }
+
+    /// What the save systems left for the turn pipeline, oldest first.
+    pub(crate) fn take_handovers(&mut self) -> Vec<Handover> {
+        std::mem::take(&mut self.handovers)
     }
 
     /// Takes every held line out (the app is closing mid-load: nothing will

@@ -346,6 +346,4 @@ impl std::fmt::Display for JournalReport {
 }
 
 #[cfg(test)]
-mod seal_tests;
-#[cfg(test)]
 mod tests;

@@ -248,9 +248,4 @@ impl JournaledSlot {
 }
 
 #[cfg(test)]
-mod copies;
-#[cfg(test)]
-mod crashes;
-
-#[cfg(test)]
 mod tests;

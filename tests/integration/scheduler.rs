@@ -270,7 +270,7 @@ fn no_minute_holds_more_requests_than_the_budget_and_every_line_is_answered() {
 
 /// Background summaries with a backlog leave part of the budget to replies, so the
 /// player's line is answered at once rather than when the minute's first request
-/// ages out. Found by `examples/scheduler_bench.rs`: with the whole budget open to
+/// ages out. Found by `examples/scheduler_bench/`: with the whole budget open to
 /// summaries, 199 background NPCs spent it in a burst as their delays ran out, and
 /// the foreground NPC's replies waited for the window to roll over.
 #[test]
@@ -517,7 +517,7 @@ fn a_held_back_summary_goes_before_the_window_would_drop_anything() {
 /// Under a spent budget, waiting summaries go in order of need, not of arrival:
 /// the NPC whose window nears its hard cap is summarized first, so nothing leaves
 /// its prompt while summaries of roomy windows wait. Found by
-/// `examples/scheduler_bench.rs`, where first-come order let 5 windows overflow.
+/// `examples/scheduler_bench/`, where first-come order let 5 windows overflow.
 #[test]
 fn the_summary_of_a_window_near_its_hard_cap_goes_before_older_ones() {
     let backend = Recording::default();

@@ -409,5 +409,4 @@ pub(crate) fn literal(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "grammar_tests.rs"]
 mod tests;

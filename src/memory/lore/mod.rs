@@ -22,7 +22,7 @@ pub use store::{LoreHit, LoreLimits, LoreReader, LoreStore};
 
 /// What the world tells one reply prompt beyond the NPC's own memory: the lore
 /// entries found for the player's line. Built by the caller (the plugin queries
-/// its [`LoreStore`]) and handed to [`LayersMut::say_with`](crate::memory::LayersMut::say_with).
+/// its [`LoreStore`]) and handed to [`Line::knowing`](crate::memory::Line::knowing).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SharedKnowledge {

@@ -94,3 +94,6 @@ impl LayersMut<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -9,9 +9,8 @@ use super::super::clock::Now;
 use super::super::message::{ChatMessage, LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 use super::super::recall::{RecallIndex, RecallQuery, RecallReason};
-use super::super::speaker::SpeakerId;
-use super::{LayersMut, Turn};
-use crate::memory::{LoreHit, SharedKnowledge, SummaryJob};
+use super::LayersMut;
+use crate::memory::{LoreHit, SummaryJob};
 
 /// What noting an event or a piece of hearsay did.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,18 +41,6 @@ pub struct Told {
 pub const MAX_TOLD_PER_QUERY: usize = 8;
 
 impl LayersMut<'_> {
-    /// A player line the player asked the NPC to keep to itself. It is answered
-    /// like any other line ([`say`](Self::say)), but never passed on to another NPC.
-    pub fn say_privately(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
-        self.say_as(
-            text,
-            Origin::SaidPrivately,
-            &SpeakerId::player(),
-            now.into(),
-            &SharedKnowledge::default(),
-        )
-    }
-
     /// Marks a player line already said as private, as when the player asks
     /// afterwards ("keep that to yourself"), and the NPC's replies to it with it,
     /// wherever they sit (see [`replies_to`](Self::replies_to)).
@@ -311,3 +298,6 @@ fn is_spoken(message: &ChatMessage) -> bool {
 pub(super) fn is_line_to_npc(message: &ChatMessage) -> bool {
     message.role == Role::User && is_spoken(message)
 }
+
+#[cfg(test)]
+mod tests;

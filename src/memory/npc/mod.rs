@@ -29,13 +29,13 @@ use super::config::MemoryConfig;
 use super::context::{ContextMemory, Degradation};
 use super::facts::{FactChange, FactKey, FactsError};
 use super::forgetting::{ForgettingReport, MessageFacts};
+use super::line::Line;
 use super::log::ChatLog;
 use super::lore::{LoreHit, SharedKnowledge};
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
 use super::recall::RecallQuery;
-use super::speaker::SpeakerId;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
 
@@ -159,61 +159,33 @@ impl LayersMut<'_> {
         self.context
     }
 
-    /// The player says `text`: it enters the log and the window, the reply prompt
-    /// is built (recalling old lines for it when recall is on), and a summary starts
+    /// A line is said: it enters the log and the window, the reply prompt is
+    /// built (recalling old lines for it when recall is on), and a summary starts
     /// if one is due. Send [`Turn::messages`], and [`Turn::summary`] if set; call
     /// [`reply`](Self::reply) with the answer.
     ///
+    /// `line` is plain text for a line from the player, or a [`Line`] that also
+    /// says who speaks, whether it is private, and the lore found for it.
     /// `now` is the game time, a number of seconds or a [`Now`] that also says how
     /// the prompt writes dates. The line is stamped no earlier than the log's newest
     /// message (see [`record`](Self::record)).
-    pub fn say(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> Turn {
-        self.say_with(text, now, &SharedKnowledge::default())
-    }
-
-    /// [`say`](Self::say), with what the world adds to this one reply prompt: the
-    /// lore found for the line, in a quoted section of its own. Knowledge is not
-    /// recorded anywhere in memory; the next line brings its own. With nothing in
-    /// `knowledge` the prompt is exactly [`say`](Self::say)'s.
-    pub fn say_with(
-        &mut self,
-        text: impl Into<Arc<str>>,
-        now: impl Into<Now>,
-        knowledge: &SharedKnowledge,
-    ) -> Turn {
-        self.say_as(
+    pub fn say(&mut self, line: impl Into<Line>, now: impl Into<Now>) -> Turn {
+        let Line {
             text,
-            Origin::Said,
-            &SpeakerId::player(),
-            now.into(),
+            speaker,
+            private,
             knowledge,
-        )
-    }
-
-    /// [`say_with`](Self::say_with) for a line from `speaker`: a co-op player or
-    /// another NPC ([`SpeakerId::npc`]). The log keeps the speaker, prompts label
-    /// the line with its name, and a name it gives is its own fact
-    /// ([`SpeakerId::fact_key`]). From [`SpeakerId::player`] this is exactly
-    /// [`say_with`](Self::say_with).
-    pub fn say_from(
-        &mut self,
-        speaker: &SpeakerId,
-        text: impl Into<Arc<str>>,
-        now: impl Into<Now>,
-        knowledge: &SharedKnowledge,
-    ) -> Turn {
-        self.say_as(text, Origin::Said, speaker, now.into(), knowledge)
-    }
-
-    /// [`say_privately`](Self::say_privately) for a line from `speaker`.
-    pub fn say_privately_from(
-        &mut self,
-        speaker: &SpeakerId,
-        text: impl Into<Arc<str>>,
-        now: impl Into<Now>,
-    ) -> Turn {
-        let knowledge = SharedKnowledge::default();
-        self.say_as(text, Origin::SaidPrivately, speaker, now.into(), &knowledge)
+        } = line.into();
+        let now = now.into();
+        self.context.dates = now.format;
+        let origin = if private {
+            Origin::SaidPrivately
+        } else {
+            Origin::Said
+        };
+        let speaker = (!speaker.is_player()).then_some(speaker);
+        let recorded = self.record_by(Role::User, text, now.seconds, origin, speaker);
+        self.turn(recorded, &knowledge)
     }
 
     /// The reply request for a player line just recorded.
@@ -660,3 +632,6 @@ fn build_prompt(
         context.covered_until,
     ))
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,26 +8,9 @@ use super::super::clock::{Now, stamp};
 use super::super::message::Role;
 use super::super::origin::Origin;
 use super::super::speaker::SpeakerId;
-use super::{LayersMut, Noted, Recorded, Turn};
-use crate::memory::SharedKnowledge;
+use super::{LayersMut, Noted, Recorded};
 
 impl LayersMut<'_> {
-    /// A player line with its origin (said, or said privately) and its speaker,
-    /// with the lore the game found for it.
-    pub(crate) fn say_as(
-        &mut self,
-        text: impl Into<Arc<str>>,
-        origin: Origin,
-        speaker: &SpeakerId,
-        now: Now,
-        knowledge: &SharedKnowledge,
-    ) -> Turn {
-        self.context.dates = now.format;
-        let speaker = (!speaker.is_player()).then(|| speaker.clone());
-        let recorded = self.record_by(Role::User, text, now.seconds, origin, speaker);
-        self.turn(recorded, knowledge)
-    }
-
     pub(super) fn note(&mut self, text: impl Into<Arc<str>>, origin: Origin, now: Now) -> Noted {
         self.context.dates = now.format;
         let recorded = self.record_from(Role::System, text, now.seconds, origin);

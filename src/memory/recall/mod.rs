@@ -54,10 +54,6 @@ mod state;
 mod terms;
 
 #[cfg(test)]
-mod dated_tests;
-#[cfg(test)]
-mod expansion_tests;
-#[cfg(test)]
 mod tests;
 
 pub use config::RecallConfig;

@@ -7,6 +7,7 @@
 //! - `actions.rs`: the actions a reply called enter memory; `interrupt.rs`: a turn
 //!   is cut short.
 //! - `knowledge.rs`: events, tellings and privacy marks enter memory.
+//! - `settle.rs`: what a load, restore or import leaves for turns.
 //! - `outbox.rs`: what the game hears, as messages and entity events.
 
 mod actions;
@@ -15,7 +16,9 @@ mod interrupt;
 mod knowledge;
 mod outbox;
 mod results;
+mod settle;
 mod turns;
 
 pub(crate) use knowledge::take_knowledge;
+pub(crate) use settle::{hand_back_on_exit, settle_io, settle_loads};
 pub(crate) use turns::Dialogue;

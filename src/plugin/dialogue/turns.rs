@@ -11,7 +11,7 @@ use super::outbox::Outbox;
 
 use crate::backends::{ChatRequest, RequestKind};
 use crate::memory::{
-    Degradation, FactKey, MemoryConfig, NpcId, Origin, PromptMessage, ReplyFields, ReplyInput,
+    Degradation, FactKey, Line, MemoryConfig, NpcId, PromptMessage, ReplyFields, ReplyInput,
     ReplyTagStream, SummaryJob, estimate_prompt_tokens,
 };
 use crate::plugin::actions::{ActionRegistry, ActionTurns};
@@ -22,7 +22,7 @@ use crate::plugin::lore::NpcLore;
 use crate::plugin::messages::{NpcReplyFailed, NpcReplyStarted, ReplyError, SwitchBackend};
 use crate::plugin::npc::{TierMemory, TurnId};
 use crate::plugin::persona::{Persona, PersonaBindings, persona_config};
-use crate::plugin::rebuild::{BuiltRecall, NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
+use crate::plugin::rebuild::{NpcMemoryLoads, RECALL_BUILD_OFF_THREAD};
 use crate::plugin::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readiness};
 use crate::plugin::schedule::NpcMemoryScheduler;
 use crate::plugin::settings::NpcMemorySettings;
@@ -145,12 +145,11 @@ impl<'w> Dialogue<'w, '_> {
         let knowledge = self
             .lore
             .knowledge(npc, &text, layers.log(), &self.settings.lore);
-        let origin = if line.private {
-            Origin::SaidPrivately
-        } else {
-            Origin::Said
-        };
-        let said = layers.say_as(text.clone(), origin, &line.speaker, now, &knowledge);
+        let mut said_line = Line::new(text.clone()).by(&line.speaker).knowing(knowledge);
+        if line.private {
+            said_line = said_line.privately();
+        }
+        let said = layers.say(said_line, now);
         self.out.started(NpcReplyStarted {
             npc: npc.clone(),
             turn: line.turn,
@@ -307,101 +306,6 @@ impl<'w> Dialogue<'w, '_> {
         }
     }
 
-    /// A memory was put in place from outside (imported): if its persona sets
-    /// memory per tier, it gets the settings of the NPC's tier now, not those it
-    /// was saved with.
-    pub(crate) fn retier_inserted(&mut self, npc: &NpcId) {
-        let tier = self.scheduler.tier(npc);
-        if let Some(config) = self.tiered.current(npc, tier) {
-            self.reconfigure(npc, &config);
-        }
-    }
-
-    /// Hands finished recall indexes to their NPCs. One whose log was cleared or
-    /// replaced meanwhile is dropped.
-    pub(crate) fn install_recall(&mut self) {
-        for BuiltRecall {
-            npc,
-            covers: (len, last),
-            config,
-            index,
-        } in self.loads.finished_recall()
-        {
-            let Some(mut layers) = self.layers.get_mut(&npc) else {
-                continue;
-            };
-            let same_log = match (&last, len.checked_sub(1)) {
-                (Some(text), Some(at)) => layers
-                    .log
-                    .messages()
-                    .get(at)
-                    .is_some_and(|m| Arc::ptr_eq(&m.content, text)),
-                _ => true,
-            };
-            if same_log {
-                layers.switch_recall_on(index, config);
-            }
-        }
-    }
-
-    /// A load in flight ended: the lines held for it go to the memory now in use
-    /// (the loaded one, or the old one when the load failed), after any lines the
-    /// save brought back. They were accepted when said, so only a line for an NPC
-    /// that cannot answer at all is handed back.
-    pub(crate) fn release_held(&mut self, lines: Vec<(NpcId, WaitingLine)>) {
-        let mut touched = Vec::new();
-        for (npc, line) in lines {
-            match self.readiness(&npc) {
-                Readiness::Ready | Readiness::Loading => {
-                    self.requests.restore(&npc, line);
-                    self.layers.mark_changed(&npc);
-                    if !touched.contains(&npc) {
-                        touched.push(npc);
-                    }
-                }
-                Readiness::Failed(reason) => {
-                    let error = ReplyError::PersonaUnavailable {
-                        npc: npc.clone(),
-                        reason,
-                    };
-                    self.reject(&npc, error, None, line.text);
-                }
-                Readiness::Unknown => {
-                    self.reject(&npc, ReplyError::UnknownNpc(npc.clone()), None, line.text)
-                }
-            }
-        }
-        for npc in touched {
-            self.next_line(&npc);
-        }
-    }
-
-    /// The app is closing with a load in flight: its memory will never be in place,
-    /// so the lines held for it are handed back ([`ReplyError::Cancelled`], the
-    /// text in `unrecorded_line`) rather than dropped with the app.
-    pub(crate) fn hand_back_held(&mut self) {
-        for (npc, line) in self.loads.take_all_held() {
-            tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
-            self.reject(&npc, ReplyError::Cancelled, None, line.text);
-        }
-    }
-
-    /// A load's memory was just swapped in, with lore restored from its save: the
-    /// lore told to `told` (the NPCs the rebuild found holding any) is checked
-    /// against the lore now in force, instead of the lore system walking every
-    /// message of every log on the next frame.
-    pub(crate) fn retract_loaded_lore(&mut self, told: &[NpcId]) {
-        self.lore.take_texts_changed();
-        let lore = &self.lore;
-        self.layers
-            .retract_lore_in(told, |id| lore.get(id).map(|entry| entry.text.clone()));
-    }
-
-    /// Loads and restores in flight, and the lines held for them.
-    pub(crate) fn loads(&mut self) -> &mut NpcMemoryLoads {
-        &mut self.loads
-    }
-
     /// A summary now: a new one, or the one held back, which goes at once.
     pub(crate) fn summarize_now(&mut self, npc: &NpcId) {
         let job = self.layers.get_mut(npc).and_then(|mut l| l.summarize_now());
@@ -423,68 +327,6 @@ impl<'w> Dialogue<'w, '_> {
     pub(crate) fn remove_fact(&mut self, npc: &NpcId, key: &FactKey) {
         if let Some(mut layers) = self.layers.get_mut(npc) {
             layers.remove_fact_at(key, self.clock.seconds());
-        }
-    }
-
-    /// The player's lines waiting for the NPC, oldest first, for a save.
-    pub(crate) fn queued_lines(&self, npc: &NpcId) -> Vec<WaitingLine> {
-        self.requests.queued(npc).collect()
-    }
-
-    /// Puts lines restored from a save back in the NPC's queue and starts the first
-    /// if the NPC is free. A restored line is held to the rules of a new one: a save
-    /// is data from outside, and a line unfit now is handed back instead.
-    pub(crate) fn requeue(&mut self, npc: &NpcId, lines: Vec<WaitingLine>) {
-        let rules = self.rules();
-        for line in lines {
-            match crate::plugin::requests::unfit_line(&line.text, rules) {
-                Some(error) => self.reject(npc, error, None, line.text),
-                None => {
-                    self.requests.restore(npc, line);
-                }
-            }
-        }
-        self.next_line(npc);
-    }
-
-    /// The memory clock, which saves store.
-    pub(crate) fn clock(&self) -> &NpcMemoryClock {
-        &self.clock
-    }
-
-    /// The memory clock, which loads restore.
-    pub(crate) fn clock_mut(&mut self) -> &mut NpcMemoryClock {
-        &mut self.clock
-    }
-
-    /// The lore, whose run-time changes saves keep and loads restore.
-    pub(crate) fn lore(&mut self) -> &mut NpcLore {
-        &mut self.lore
-    }
-
-    /// The layers, for loading and saving.
-    pub(crate) fn layers(&mut self) -> &mut Layers<'w> {
-        &mut self.layers
-    }
-
-    /// Defaults for NPCs whose persona sets no sizes.
-    pub(crate) fn default_memory(&self) -> &MemoryConfig {
-        &self.settings.memory
-    }
-
-    /// Gives every NPC whose persona asset has loaded that persona again, since the
-    /// live asset wins over the one stored in a save. A spawned NPC the save does
-    /// not hold (its id changed between builds, or the slot is from another layout)
-    /// starts with a fresh memory, so lines sent to it are answered, not kept
-    /// waiting for a memory that will never come.
-    pub(crate) fn reapply_personas(&mut self, personas: &Assets<Persona>) {
-        for (id, npcs) in self.bindings.all() {
-            let Some(persona) = personas.get(id) else {
-                continue;
-            };
-            for npc in npcs {
-                self.apply_persona(&npc, persona);
-            }
         }
     }
 

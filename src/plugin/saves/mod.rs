@@ -12,6 +12,7 @@
 mod messages;
 mod restore;
 mod snapshot;
+mod sources;
 mod state;
 mod systems;
 

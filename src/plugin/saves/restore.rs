@@ -8,8 +8,6 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::tasks::IoTaskPool;
 
-use crate::plugin::dialogue::Dialogue;
-use crate::plugin::persona::Persona;
 use crate::plugin::rebuild::LoadSource;
 use crate::save::{LoadError, load_slot};
 
@@ -17,6 +15,7 @@ use super::messages::{
     LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed, MemoryRestored, SaveSettings,
 };
 use super::snapshot::NpcMemorySnapshot;
+use super::sources::SaveSources;
 use super::state::{IoDone, SaveState};
 use super::systems::replace_memory;
 
@@ -25,7 +24,7 @@ use super::systems::replace_memory;
 /// pool; `finish_io` starts building its memory.
 pub(crate) fn take_loads(
     mut loads: MessageReader<LoadMemory>,
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
 ) {
@@ -34,7 +33,7 @@ pub(crate) fn take_loads(
     let keep_journal = settings.autosave.is_some();
     for LoadMemory { path } in loads.read() {
         // From now on lines wait for the loaded memory; a newer load wins.
-        let generation = dialogue.loads().begin(Some(path));
+        let generation = sources.loads.begin(Some(path));
         state.loading = true;
         state.begin_read(path);
         // An autosave of the memory being replaced, not yet started, must not land
@@ -62,7 +61,7 @@ pub(crate) fn take_loads(
 /// answered from the memory being replaced. A newer load or restore wins over it.
 pub(crate) fn restore_snapshot(
     mut snapshot: ResMut<NpcMemorySnapshot>,
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     mut failed: MessageWriter<MemoryRestoreFailed>,
 ) {
@@ -74,7 +73,7 @@ pub(crate) fn restore_snapshot(
     match snapshot.bypass_change_detection().take_arrival() {
         None => {}
         Some(Ok(save)) => {
-            let loads = dialogue.loads();
+            let loads = &mut sources.loads;
             let generation = loads.begin(None);
             loads.taken_snapshot = Some(save.clone());
             loads.build(generation, LoadSource::Snapshot, save);
@@ -98,18 +97,16 @@ pub(crate) struct LoadOutbox<'w> {
 }
 
 /// Swaps in a load's or restore's memory once it is built, before this frame's
-/// lines are taken, then gives it the lines held meanwhile. Also hands finished
-/// recall indexes to NPCs that switched recall on, and reports loads a newer one
-/// replaced.
+/// lines are taken; the lines held meanwhile are handed over to the turn
+/// pipeline. Also reports loads a newer one replaced.
 pub(crate) fn finish_loads(
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     mut settings: ResMut<SaveSettings>,
     mut snapshot: ResMut<NpcMemorySnapshot>,
-    personas: Res<Assets<Persona>>,
     mut out: LoadOutbox,
 ) {
-    for source in std::mem::take(&mut dialogue.loads().superseded) {
+    for source in std::mem::take(&mut sources.loads.superseded) {
         match source {
             LoadSource::File { path, .. } => {
                 // Its read recorded what the slot holds; only autosave's slot
@@ -132,16 +129,15 @@ pub(crate) fn finish_loads(
             }
         }
     }
-    dialogue.install_recall();
-    let Some((pending, built)) = dialogue.loads().poll() else {
+    let Some((pending, built)) = sources.loads.poll() else {
         return;
     };
     // The resource shows the loaded memory from now on (unless the game put another
     // snapshot in meanwhile); the one it held is freed off the main thread.
     let stale = snapshot.arrived().is_none_or(|arrived| {
         Arc::ptr_eq(arrived, &pending.save)
-            || dialogue
-                .loads()
+            || sources
+                .loads
                 .taken_snapshot
                 .as_ref()
                 .is_some_and(|taken| Arc::ptr_eq(taken, arrived))
@@ -155,7 +151,7 @@ pub(crate) fn finish_loads(
             .bypass_change_detection()
             .set_current(pending.save.clone());
     }
-    let npcs = replace_memory(&mut dialogue, &mut state, &pending.save, built, &personas);
+    let npcs = replace_memory(&mut sources, &mut state, &pending.save, built);
     match pending.source {
         LoadSource::File {
             path,
@@ -194,9 +190,8 @@ pub(crate) fn finish_loads(
             out.restored.write(MemoryRestored { npcs });
         }
     }
-    let held = dialogue.loads().end(pending.generation, true);
-    dialogue.release_held(held);
-    state.loading = dialogue.loads().is_loading();
+    sources.end_load(pending.generation, true);
+    state.loading = sources.loads.is_loading();
 }
 
 /// After any change (a line, a reply, a summary, a file load), the resource holds
@@ -204,14 +199,14 @@ pub(crate) fn finish_loads(
 /// nothing changed, and a change takes apart only the NPCs it touched.
 pub(crate) fn keep_snapshot_current(
     mut snapshot: ResMut<NpcMemorySnapshot>,
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
 ) {
     // One put in after this frame's restore ran is restored next frame, and one
     // being restored shows what is about to be in use: neither is written over.
     // One a newer load replaced shows the memory in use again.
     if let Some(arrived) = snapshot.arrived() {
-        let loads = dialogue.loads();
+        let loads = &mut sources.loads;
         let taken = loads
             .taken_snapshot
             .as_ref()
@@ -224,10 +219,10 @@ pub(crate) fn keep_snapshot_current(
             return;
         }
     }
-    let memory = state.memory(&mut dialogue);
+    let memory = state.memory(&mut sources);
     let snapshot = snapshot.bypass_change_detection();
     if !snapshot.holds(&memory) {
         snapshot.set_current(memory);
     }
-    snapshot.set_clock(dialogue.clock().seconds());
+    snapshot.set_clock(sources.clock.seconds());
 }

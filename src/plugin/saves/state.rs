@@ -9,13 +9,13 @@ use bevy::tasks::IoTaskPool;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::memory::{NpcId, NpcMemory};
-use crate::plugin::dialogue::Dialogue;
 use crate::save::{
     Journals, LoadError, NotRecovered, NpcSave, Recovered, SaveError, SaveGame, WriteTicket,
     with_path_lock, write_slot,
 };
 
 use super::messages::SaveSettings;
+use super::sources::SaveSources;
 
 pub(super) enum IoDone {
     Saved {
@@ -135,23 +135,23 @@ impl Default for SaveState {
 impl SaveState {
     /// Takes apart again the NPCs changed since the last call; the rest stay shared
     /// with the previous snapshot. Returns whether any (or the lore) had changed.
-    pub(super) fn refresh(&mut self, dialogue: &mut Dialogue) -> bool {
-        let lore = dialogue.lore().revision();
+    pub(super) fn refresh(&mut self, sources: &mut SaveSources) -> bool {
+        let lore = sources.lore.revision();
         let lore_changed = lore != self.lore_revision;
         if lore_changed {
             self.lore_revision = lore;
             self.latest = None;
             self.autosave_due = true;
         }
-        let changed = dialogue.layers().take_changed();
+        let changed = sources.layers.take_changed();
         if changed.is_empty() {
             return lore_changed;
         }
         for npc in changed {
-            match dialogue.layers().parts(&npc) {
+            match sources.layers.parts(&npc) {
                 Some(memory) => {
                     let save =
-                        NpcSave::new(npc.clone(), memory).with_waiting(dialogue.queued_lines(&npc));
+                        NpcSave::new(npc.clone(), memory).with_waiting(sources.queued_lines(&npc));
                     self.snapshot.insert(npc, Arc::new(save))
                 }
                 None => self.snapshot.remove(&npc),
@@ -164,23 +164,23 @@ impl SaveState {
 
     /// Every NPC's memory as it is now, built again only after a change. Its clock
     /// is the one at that change; [`SaveState::snapshot`] brings it up to date.
-    pub(super) fn memory(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
-        self.refresh(dialogue);
-        let clock = dialogue.clock().seconds();
+    pub(super) fn memory(&mut self, sources: &mut SaveSources) -> Arc<SaveGame> {
+        self.refresh(sources);
+        let clock = sources.clock.seconds();
         if let Some(latest) = &self.latest {
             return latest.clone();
         }
         let npcs = self.snapshot.values().cloned().collect();
-        let lore = dialogue.lore().changes();
+        let lore = sources.lore.changes();
         let save = Arc::new(SaveGame::new(npcs).with_clock(clock).with_lore(lore));
         self.latest = Some(save.clone());
         save
     }
 
     /// A save of every NPC's memory and the clock as they are now.
-    pub(super) fn snapshot(&mut self, dialogue: &mut Dialogue) -> Arc<SaveGame> {
-        let memory = self.memory(dialogue);
-        let clock = dialogue.clock().seconds();
+    pub(super) fn snapshot(&mut self, sources: &mut SaveSources) -> Arc<SaveGame> {
+        let memory = self.memory(sources);
+        let clock = sources.clock.seconds();
         if memory.clock == clock {
             return memory;
         }
@@ -353,11 +353,11 @@ impl SaveState {
 
     pub(super) fn autosave_job(
         &mut self,
-        dialogue: &mut Dialogue,
+        sources: &mut SaveSources,
         settings: &SaveSettings,
     ) -> Option<WriteJob> {
         let path = settings.autosave.clone()?;
-        let save = self.snapshot(dialogue);
+        let save = self.snapshot(sources);
         self.autosave_due = false;
         Some(WriteJob {
             path,

@@ -9,9 +9,7 @@ use bevy::tasks::IoTaskPool;
 use std::sync::Arc;
 
 use crate::memory::{NpcId, PersonaPrompt};
-use crate::plugin::dialogue::Dialogue;
-use crate::plugin::persona::Persona;
-use crate::plugin::rebuild::{Built, LoadSource};
+use crate::plugin::rebuild::{Built, Handover, LoadSource};
 use crate::save::{
     LoadError, NotRecovered, Recovered, SaveError, SaveGame, backup_path, import_unity_save,
     read_bounded,
@@ -21,6 +19,7 @@ use super::messages::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemorySaveFailed, MemorySaved,
     ResumeAutosave, SaveMemory, SaveSettings,
 };
+use super::sources::SaveSources;
 use super::state::{IoDone, SaveState, WriteJob};
 
 /// The messages that ask for saves and imports (loads: `take_loads`).
@@ -32,14 +31,14 @@ pub(crate) struct SaveRequests<'w, 's> {
 }
 
 pub(crate) fn take_save_requests(
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
     mut requests: SaveRequests,
 ) {
     let max_bytes = settings.max_file_bytes;
     for SaveMemory { path } in requests.saves.read() {
-        let save = state.snapshot(&mut dialogue);
+        let save = state.snapshot(&mut sources);
         state.queue_write(WriteJob {
             path: path.clone(),
             save,
@@ -51,14 +50,14 @@ pub(crate) fn take_save_requests(
         state.resume(path);
         if settings.autosave.as_ref() == Some(path)
             && state.autosave_may_write(path)
-            && let Some(job) = state.autosave_job(&mut dialogue, &settings)
+            && let Some(job) = state.autosave_job(&mut sources, &settings)
         {
             state.queue_write(job);
         }
     }
     for ImportUnitySave { path, npc } in requests.imports.read() {
         state.begin_read(path);
-        let (persona, config) = match dialogue.layers().parts(npc) {
+        let (persona, config) = match sources.layers.parts(npc) {
             Some(parts) => (parts.persona, parts.config),
             None => (
                 PersonaPrompt {
@@ -66,7 +65,7 @@ pub(crate) fn take_save_requests(
                     text: "".into(),
                     style: Default::default(),
                 },
-                dialogue.default_memory().clone(),
+                sources.default_memory().clone(),
             ),
         };
         let (path, npc, sender) = (path.clone(), npc.clone(), state.sender.clone());
@@ -109,18 +108,18 @@ pub(crate) fn load_autosave_slot(
 /// while a load is in flight, so a slot is never overwritten before it is read,
 /// and for a slot whose load failed.
 pub(crate) fn autosave(
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
 ) {
     let Some(path) = &settings.autosave else {
         return;
     };
-    state.refresh(&mut dialogue);
+    state.refresh(&mut sources);
     if !state.autosave_may_write(path) || !state.autosave_due {
         return;
     }
-    if let Some(job) = state.autosave_job(&mut dialogue, &settings) {
+    if let Some(job) = state.autosave_job(&mut sources, &settings) {
         state.queue_write(job);
     }
 }
@@ -134,7 +133,11 @@ pub(crate) struct SaveOutbox<'w> {
     load_failed: MessageWriter<'w, MemoryLoadFailed>,
 }
 
-pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mut out: SaveOutbox) {
+pub(crate) fn finish_io(
+    mut sources: SaveSources,
+    mut state: ResMut<SaveState>,
+    mut out: SaveOutbox,
+) {
     while let Ok(done) = state.receiver.try_recv() {
         match done {
             IoDone::Saved {
@@ -158,8 +161,8 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
             } => {
                 state.end_read(&path);
                 // A newer load was asked for meanwhile: it wins, this one is dropped.
-                if !dialogue.loads().is_newest(generation) {
-                    dialogue.loads().replaced(LoadSource::File {
+                if !sources.loads.is_newest(generation) {
+                    sources.loads.replaced(LoadSource::File {
                         read: path.clone(),
                         path,
                         recovered_from: None,
@@ -185,7 +188,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                             recovered_from,
                             journal: journal_report,
                         };
-                        dialogue.loads().build(generation, source, Arc::new(save));
+                        sources.loads.build(generation, source, Arc::new(save));
                     }
                     Err(failed) => {
                         let NotRecovered {
@@ -207,8 +210,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                         tracing::error!("{failure}");
                         out.load_failed.write(failure);
                         // The memory in use stays, and answers the lines held.
-                        let held = dialogue.loads().end(generation, false);
-                        dialogue.release_held(held);
+                        sources.end_load(generation, false);
                     }
                 }
             }
@@ -216,8 +218,8 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
                 state.end_read(&path);
                 match result {
                     Ok(memory) => {
-                        dialogue.layers().insert(npc.clone(), *memory);
-                        dialogue.retier_inserted(&npc);
+                        sources.layers.insert(npc.clone(), *memory);
+                        sources.loads.hand_over(Handover::Imported(npc.clone()));
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],
@@ -238,7 +240,7 @@ pub(crate) fn finish_io(mut dialogue: Dialogue, mut state: ResMut<SaveState>, mu
             }
         }
     }
-    state.loading = dialogue.loads().is_loading();
+    state.loading = sources.loads.is_loading();
     state.start_next_write();
 }
 
@@ -284,20 +286,18 @@ fn saved(
 /// the main thread waits on disk, and only on the way out.
 pub(crate) fn flush_on_exit(
     mut exits: MessageReader<AppExit>,
-    mut dialogue: Dialogue,
+    mut sources: SaveSources,
     mut state: ResMut<SaveState>,
     settings: Res<SaveSettings>,
 ) {
     if exits.read().next().is_none() {
         return;
     }
-    // A load still in flight never lands; lines held for it are handed back.
-    dialogue.hand_back_held();
-    state.refresh(&mut dialogue);
+    state.refresh(&mut sources);
     if let Some(path) = &settings.autosave
         && state.autosave_may_write(path)
         && state.autosave_due
-        && let Some(job) = state.autosave_job(&mut dialogue, &settings)
+        && let Some(job) = state.autosave_job(&mut sources, &settings)
     {
         state.queue_write(job);
     }
@@ -306,31 +306,30 @@ pub(crate) fn flush_on_exit(
 
 /// Swaps every NPC's memory for a save's, `built` from it off the main thread;
 /// returns the NPCs it held. The memory replaced is dropped off the main thread too.
+/// What this means for turns (requests, waiting lines, personas) is handed over.
 pub(super) fn replace_memory(
-    dialogue: &mut Dialogue,
+    sources: &mut SaveSources,
     state: &mut SaveState,
     save: &SaveGame,
     built: Built,
-    personas: &Assets<Persona>,
 ) -> Vec<NpcId> {
     let Built {
         memories,
         told_lore,
     } = built;
-    dialogue.cancel_all();
     // Time continues from the save: new lines come after every saved one. A clock
     // the game drives keeps the game's time; each log's own order is still kept,
     // since the core never stamps a line before the newest one in its log.
     let newest = save.newest_stamp();
-    dialogue.clock_mut().restore(save.clock, newest);
-    let replaced = (dialogue.layers().take_all(), state.replaced_by(save));
+    sources.clock.restore(save.clock, newest);
+    let replaced = (sources.layers.take_all(), state.replaced_by(save));
     bevy::tasks::AsyncComputeTaskPool::get()
         .spawn(async move { drop(replaced) })
         .detach();
     // The saved lore changes win over the files, as the player left the world.
-    dialogue.lore().restore(&save.lore);
-    state.lore_revision = dialogue.lore().revision();
-    let layers = dialogue.layers();
+    sources.lore.restore(&save.lore);
+    state.lore_revision = sources.lore.revision();
+    let layers = &mut sources.layers;
     let mut ids = Vec::with_capacity(memories.len());
     for (npc, memory) in memories {
         layers.insert(npc.clone(), memory);
@@ -342,13 +341,8 @@ pub(super) fn replace_memory(
         .filter(|npc| !npc.queued.is_empty() && layers.contains(&npc.id))
         .map(|npc| (npc.id.clone(), npc.waiting_lines()))
         .collect();
-    // Just loaded, so nothing needs saving yet; a live persona that differs from the
-    // saved one marks its NPC changed again below.
-    layers.take_changed();
-    dialogue.retract_loaded_lore(&told_lore);
-    dialogue.reapply_personas(personas);
-    for (npc, lines) in waiting {
-        dialogue.requeue(&npc, lines);
-    }
+    sources
+        .loads
+        .hand_over(Handover::Replaced { told_lore, waiting });
     ids
 }

@@ -2,6 +2,10 @@
 //! told, and what it may pass on.
 
 use super::*;
+use crate::memory::{
+    ActionCall, ActionOutcome, ActionRecord, FactChangeKind, FactKey, Line, MemoryConfig,
+    MemoryFeatures, MemoryParts, NpcId, NpcMemory, PersonaPrompt, PromptMessage, SummaryStyle,
+};
 
 fn npc(name: &str, features: MemoryFeatures) -> NpcMemory {
     let persona = PersonaPrompt {
@@ -93,7 +97,10 @@ fn private_lines_are_never_told_even_when_a_query_matches_them() {
     let mut echo = npc("ECHO-7", MemoryFeatures::default());
     let mut layers = echo.layers();
     let secret = layers
-        .say_privately("Keep it quiet: the toolbox is in crate 38F.", 1.0)
+        .say(
+            Line::new("Keep it quiet: the toolbox is in crate 38F.").privately(),
+            1.0,
+        )
         .index;
     layers.reply("Understood.", 2.0);
     let open = layers.say("The toolbox handle is broken.", 3.0).index;
@@ -193,7 +200,8 @@ fn an_npc_tells_only_what_its_own_log_holds_and_hears_nothing_twice() {
 fn events_and_hearsay_survive_parts_and_are_checked_on_load() {
     let mut echo = npc("ECHO-7", MemoryFeatures::layered(2000));
     echo.layers().witness("The lights flickered.", 0.2, 1.0);
-    echo.layers().say_privately("My code is 1234.", 2.0);
+    echo.layers()
+        .say(Line::new("My code is 1234.").privately(), 2.0);
     let parts = MemoryParts::of(&echo.log, &echo.window, &echo.context);
     let json = serde_json::to_string(&parts).unwrap();
     let back: MemoryParts = serde_json::from_str(&json).unwrap();
@@ -334,7 +342,8 @@ fn an_answer_is_passed_on_with_the_question_it_answered() {
     );
     // A private question is not passed on with its answer.
     let mut echo = npc("ECHO-7", MemoryFeatures::default());
-    echo.layers().say_privately("Is my sister alive?", 1.0);
+    echo.layers()
+        .say(Line::new("Is my sister alive?").privately(), 1.0);
     let reply = echo
         .layers()
         .reply("She is in the northern shelter.", 2.0)
@@ -354,7 +363,10 @@ fn a_told_fact_carries_its_chain_and_a_private_one_is_not_told() {
             .is_none()
     );
 
-    let secret = echo.layers().say_privately("My name is Alex.", 1.0).index;
+    let secret = echo
+        .layers()
+        .say(Line::new("My name is Alex.").privately(), 1.0)
+        .index;
     echo.context
         .facts
         .set_by_game(name.clone(), "Alex", 2.0, vec![secret])

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::*;
 use crate::backends::OfflineBackend;
 use crate::memory::limits::MAX_ACTION_NAME_CHARS;
+use crate::memory::{MemoryConfig, MemoryParts, NpcMemory, PersonaPrompt, SummaryStyle, Teller};
 
 fn npc(config: &MemoryConfig) -> NpcMemory {
     let persona = PersonaPrompt {

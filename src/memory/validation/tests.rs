@@ -1,7 +1,7 @@
 //! The loader's checks, field by field, on a real layered memory with bad values.
 
-use super::limits::MAX_STORED_REASON_CHARS;
-use super::{Degradation, LogIndex, MemoryConfig, MemoryParts};
+use super::*;
+use crate::memory::limits::MAX_STORED_REASON_CHARS;
 use crate::memory::{FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryStyle};
 
 /// A layered memory with every part filled: segments, facts, recall state,

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::{PromptLanguage, ReplyFieldSet, ReplyTagStream};
+use super::*;
+use crate::memory::PromptLanguage;
 
 fn set() -> ReplyFieldSet {
     ReplyFieldSet::new([

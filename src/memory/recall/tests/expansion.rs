@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::tests::FILLER;
+use super::FILLER;
 use super::*;
 use crate::memory::message::{ChatMessage, LogIndex, Role};
 

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::load_slot;
+use super::super::load_slot;
 use crate::memory::{MemoryParts, Role};
 use crate::save::journal::{HEADER_LEN, Journals};
 use crate::save::test_support::{autosave, npc, temp_dir};

@@ -3,6 +3,11 @@
 
 use super::*;
 use crate::backends::OfflineBackend;
+use crate::memory::{
+    DateFormat, FactKey, ForgettingPolicy, LogIndex, MemoryConfig, MemoryFeatures, MemoryParts,
+    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryJob, SummaryOutcome, SummaryStyle,
+    SummaryTrigger,
+};
 
 fn persona() -> PersonaPrompt {
     PersonaPrompt {

@@ -1,5 +1,8 @@
 //! Recall end to end: logs in, hits out.
 
+mod dated;
+mod expansion;
+
 use std::sync::Arc;
 
 use super::*;

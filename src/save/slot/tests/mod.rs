@@ -1,3 +1,6 @@
+mod copies;
+mod crashes;
+
 use std::fs;
 
 use super::*;

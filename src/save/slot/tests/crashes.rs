@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::super::load_slot;
 use super::copies::{describe, with_line};
-use super::load_slot;
 use crate::save::journal::Journals;
 use crate::save::journal::write::KILL_AT;
 use crate::save::test_support::{autosave, npc, temp_dir};
@@ -112,7 +112,7 @@ fn a_write_killed_at_any_step_loads_the_memory_before_or_after_it() {
             describe(expected)
         );
         // A snapshot already gone (moved aside before the write) is still missing.
-        let missing = |from: &super::UnusableSave| {
+        let missing = |from: &super::super::UnusableSave| {
             from.error == LoadError::NotFound && from.moved_to.is_none()
         };
         assert!(
