@@ -24,7 +24,7 @@ mod sets;
 mod settings;
 mod systems;
 mod telemetry;
-mod tier_memory;
+mod tier_bindings;
 mod usage;
 
 use std::path::PathBuf;
@@ -64,7 +64,7 @@ pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::backends::{ChatBackend, OfflineBackend};
 use crate::memory::MemoryFeatures;
-use sets::IntakeStep;
+use sets::{IntakeStep, LoadStep, PersistStep};
 
 /// Gives NPCs LLM-driven dialogue with layered memory.
 ///
@@ -253,7 +253,7 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<systems::FactCursors>()
             .init_resource::<NpcMemoryLoads>()
             .init_resource::<persona::PersonaBindings>()
-            .init_resource::<tier_memory::TieredMemory>()
+            .init_resource::<tier_bindings::TierBindings>()
             .register_type::<TierMemory>()
             .init_resource::<NpcEntities>()
             .init_asset::<Persona>()
@@ -292,18 +292,23 @@ impl Plugin for NpcMemoryPlugin {
                     .chain()
                     .in_set(NpcMemorySystems::Intake),
             )
+            .configure_sets(
+                Update,
+                (LoadStep::Swap, LoadStep::Settle, LoadStep::Personas)
+                    .chain()
+                    .in_set(NpcMemorySystems::Personas),
+            )
+            .configure_sets(
+                Update,
+                (PersistStep::Io, PersistStep::Settle, PersistStep::Snapshot)
+                    .chain()
+                    .in_set(NpcMemorySystems::Persist),
+            )
             .add_systems(
                 Update,
                 (
-                    (
-                        saves::restore_snapshot,
-                        saves::take_loads,
-                        saves::finish_loads,
-                        dialogue::settle_loads,
-                        systems::apply_personas,
-                    )
-                        .chain()
-                        .in_set(NpcMemorySystems::Personas),
+                    dialogue::settle_loads.in_set(LoadStep::Settle),
+                    systems::apply_personas.in_set(LoadStep::Personas),
                     systems::apply_tiers.in_set(IntakeStep::Tiers),
                     dialogue::take_knowledge.in_set(IntakeStep::Knowledge),
                     systems::take_requests.in_set(IntakeStep::Lines),
@@ -318,26 +323,15 @@ impl Plugin for NpcMemoryPlugin {
                     )
                         .chain()
                         .in_set(NpcMemorySystems::Collect),
-                    (
-                        saves::take_save_requests,
-                        saves::autosave,
-                        saves::finish_io,
-                        dialogue::settle_io,
-                        saves::keep_snapshot_current,
-                    )
-                        .chain()
-                        .in_set(NpcMemorySystems::Persist),
+                    dialogue::settle_io.in_set(PersistStep::Settle),
                 ),
             );
-        app.add_systems(Startup, saves::load_autosave_slot)
-            .add_systems(
-                Update,
-                usage::measure_diagnostics.after(NpcMemorySystems::Persist),
-            )
-            .add_systems(
-                Last,
-                (dialogue::hand_back_on_exit, saves::flush_on_exit).chain(),
-            );
+        app.add_systems(
+            Update,
+            usage::measure_diagnostics.after(NpcMemorySystems::Persist),
+        )
+        // Independent of the exit flush: held lines are in no save.
+        .add_systems(Last, dialogue::hand_back_on_exit);
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);

@@ -24,6 +24,32 @@ pub enum NpcMemorySystems {
     Persist,
 }
 
+/// The steps of [`NpcMemorySystems::Personas`], in order: loads and restores
+/// swap memory in (saves), the turn pipeline settles what they left (requests of
+/// the replaced memory, held lines), then personas reach memory.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum LoadStep {
+    /// Loads and restores start, and finished ones are swapped in.
+    Swap,
+    /// What a swap left for turns is done.
+    Settle,
+    /// Personas spawned, loaded or edited reach their NPCs.
+    Personas,
+}
+
+/// The steps of [`NpcMemorySystems::Persist`], in order: saves, autosave and
+/// finished IO (saves), then what a failed load or an import left for turns, then
+/// the snapshot resource is brought up to date with all of it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PersistStep {
+    /// Saves and autosave start; finished writes, reads and imports come back.
+    Io,
+    /// What a failed load or an import left for turns is done.
+    Settle,
+    /// `NpcMemorySnapshot` shows the memory in use.
+    Snapshot,
+}
+
 /// The steps of [`NpcMemorySystems::Intake`], in order: what changed in the world
 /// (tiers asked for, lore edited) is taken before tiers apply, tiers before
 /// knowledge enters memory, and knowledge before the frame's player lines, so a

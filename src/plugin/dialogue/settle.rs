@@ -65,7 +65,7 @@ impl Dialogue<'_, '_> {
     /// was saved with.
     fn retier_inserted(&mut self, npc: &NpcId) {
         let tier = self.scheduler.tier(npc);
-        if let Some(config) = self.tiered.current(npc, tier) {
+        if let Some(config) = self.tier_bindings.current(npc, tier) {
             self.reconfigure(npc, &config);
         }
     }

@@ -27,7 +27,7 @@ use crate::plugin::requests::{LineRules, NpcRequests, Offer, QueuedLine, Readine
 use crate::plugin::schedule::NpcMemoryScheduler;
 use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
-use crate::plugin::tier_memory::TieredMemory;
+use crate::plugin::tier_bindings::TierBindings;
 use crate::plugin::usage::LlmUsage;
 use crate::save::WaitingLine;
 
@@ -45,7 +45,7 @@ pub(crate) struct Dialogue<'w, 's> {
     pub(super) lore: ResMut<'w, NpcLore>,
     pub(super) loads: ResMut<'w, NpcMemoryLoads>,
     pub(super) scheduler: ResMut<'w, NpcMemoryScheduler>,
-    pub(super) tiered: ResMut<'w, TieredMemory>,
+    pub(super) tier_bindings: ResMut<'w, TierBindings>,
     pub(super) registry: Res<'w, ActionRegistry>,
     pub(super) actions: ResMut<'w, ActionTurns>,
     pub(super) out: Outbox<'w, 's>,
@@ -296,11 +296,11 @@ impl<'w> Dialogue<'w, '_> {
     pub(crate) fn retier(&mut self) {
         let (mut npcs, default_changed) = self.scheduler.take_retiered();
         if default_changed {
-            npcs.extend(self.tiered.ids());
+            npcs.extend(self.tier_bindings.ids());
         }
         for npc in npcs {
             let tier = self.scheduler.tier(&npc);
-            if let Some(config) = self.tiered.retier(&npc, tier) {
+            if let Some(config) = self.tier_bindings.retier(&npc, tier) {
                 self.reconfigure(&npc, &config);
             }
         }
@@ -377,7 +377,7 @@ impl<'w> Dialogue<'w, '_> {
         let (prompt, config, overrides) = persona_config(persona, &self.settings.memory);
         let tier = self.scheduler.tier(npc);
         let tiers = self.tiers_of(npc, persona, &config);
-        let config = self.tiered.bind(npc, config, &tiers, tier);
+        let config = self.tier_bindings.bind(npc, config, &tiers, tier);
         if let Some(reconfigured) = self.layers.ensure(npc, prompt, &config, overrides) {
             self.report_overflow(npc, reconfigured.overflow);
             self.send_summary(npc, reconfigured.summary);

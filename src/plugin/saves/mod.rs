@@ -18,17 +18,17 @@ mod systems;
 
 use bevy::prelude::*;
 
+use crate::plugin::sets::{LoadStep, PersistStep};
 use crate::save::SaveGame;
+
+use restore::{finish_loads, keep_snapshot_current, restore_snapshot, take_loads};
+use systems::{autosave, finish_io, flush_on_exit, load_autosave_slot, take_save_requests};
 
 pub use messages::{
     ImportUnitySave, LoadMemory, MemoryLoadFailed, MemoryLoaded, MemoryRestoreFailed,
     MemoryRestored, MemorySaveFailed, MemorySaved, ResumeAutosave, SaveMemory, SaveSettings,
 };
-pub(crate) use restore::{finish_loads, keep_snapshot_current, restore_snapshot, take_loads};
 pub use snapshot::NpcMemorySnapshot;
-pub(crate) use systems::{
-    autosave, finish_io, flush_on_exit, load_autosave_slot, take_save_requests,
-};
 
 use state::SaveState;
 
@@ -52,5 +52,19 @@ pub(crate) fn plugin(app: &mut App, settings: SaveSettings) {
         .add_message::<MemoryLoaded>()
         .add_message::<MemoryLoadFailed>()
         .add_message::<MemoryRestored>()
-        .add_message::<MemoryRestoreFailed>();
+        .add_message::<MemoryRestoreFailed>()
+        .add_systems(Startup, load_autosave_slot)
+        .add_systems(
+            Update,
+            (
+                (restore_snapshot, take_loads, finish_loads)
+                    .chain()
+                    .in_set(LoadStep::Swap),
+                (take_save_requests, autosave, finish_io)
+                    .chain()
+                    .in_set(PersistStep::Io),
+                keep_snapshot_current.in_set(PersistStep::Snapshot),
+            ),
+        )
+        .add_systems(Last, flush_on_exit);
 }

@@ -13,7 +13,7 @@ use crate::memory::{MemoryConfig, NpcId};
 /// the tier it was last applied for, so a tier change costs one comparison and no
 /// asset lookup.
 #[derive(Resource, Default)]
-pub(crate) struct TieredMemory {
+pub(crate) struct TierBindings {
     npcs: HashMap<NpcId, Tiered>,
 }
 
@@ -23,7 +23,7 @@ struct Tiered {
     applied: MemoryTier,
 }
 
-impl TieredMemory {
+impl TierBindings {
     /// The persona (configured as `persona`, with `tiers`) is applied to `npc` in
     /// `tier`: returns the configuration it gets.
     pub(crate) fn bind(
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_tier_change_reconfigures_only_when_the_settings_differ() {
-        let mut npcs = TieredMemory::default();
+        let mut npcs = TierBindings::default();
         let npc = NpcId::new("crowd");
         let bound = npcs.bind(&npc, persona_config(), &background(), MemoryTier::Nearby);
         assert_eq!(bound, persona_config());
@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn npcs_without_tier_settings_are_not_kept() {
-        let mut npcs = TieredMemory::default();
+        let mut npcs = TierBindings::default();
         let npc = NpcId::new("guard");
         npcs.bind(&npc, persona_config(), &background(), MemoryTier::Nearby);
         let empty = TierMemory::default();
