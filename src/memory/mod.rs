@@ -10,7 +10,10 @@
 //! [`LoreStore`] holds world lore shared by every NPC, scoped to the world, a
 //! group or one NPC, which reaches a prompt as [`SharedKnowledge`].
 //!
-//! [`LayersMut`] is the only way to change them, so they never disagree.
+//! [`LayersMut`] is the only way to change them, so they never disagree. A line
+//! said to the NPC is a [`Line`]: plain text from the player, or words with their
+//! speaker, privacy and the lore found for them, all passed to one call,
+//! [`LayersMut::say`].
 
 mod action;
 mod assembly;
