@@ -64,7 +64,7 @@ pub use usage::{LlmUsage, UsageStats, diagnostics};
 
 use crate::backends::{ChatBackend, OfflineBackend};
 use crate::memory::MemoryFeatures;
-use sets::{IntakeStep, LoadStep, PersistStep};
+use sets::{CollectStep, IntakeStep, LoadStep, PersistStep};
 
 /// Gives NPCs LLM-driven dialogue with layered memory.
 ///
@@ -294,6 +294,17 @@ impl Plugin for NpcMemoryPlugin {
             )
             .configure_sets(
                 Update,
+                (
+                    CollectStep::Results,
+                    CollectStep::Actions,
+                    CollectStep::Record,
+                    CollectStep::Dispatch,
+                )
+                    .chain()
+                    .in_set(NpcMemorySystems::Collect),
+            )
+            .configure_sets(
+                Update,
                 (LoadStep::Swap, LoadStep::Settle, LoadStep::Personas)
                     .chain()
                     .in_set(NpcMemorySystems::Personas),
@@ -312,17 +323,11 @@ impl Plugin for NpcMemoryPlugin {
                     systems::apply_tiers.in_set(IntakeStep::Tiers),
                     dialogue::take_knowledge.in_set(IntakeStep::Knowledge),
                     systems::take_requests.in_set(IntakeStep::Lines),
-                    (
-                        systems::collect_results,
-                        // Handlers are the game's systems: the calls of replies
-                        // collected above are answered in the same frame, so the
-                        // follow-up goes out with this frame's requests.
-                        actions::run_actions.run_if(actions::calls_pending),
-                        systems::record_actions.run_if(actions::rounds_answered),
-                        systems::dispatch_requests,
-                    )
-                        .chain()
-                        .in_set(NpcMemorySystems::Collect),
+                    systems::collect_results.in_set(CollectStep::Results),
+                    systems::record_actions
+                        .run_if(actions::rounds_answered)
+                        .in_set(CollectStep::Record),
+                    systems::dispatch_requests.in_set(CollectStep::Dispatch),
                     dialogue::settle_io.in_set(PersistStep::Settle),
                 ),
             );

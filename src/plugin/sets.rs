@@ -65,3 +65,19 @@ pub(crate) enum IntakeStep {
     /// Player lines, clears, reconfigurations and summary requests are taken.
     Lines,
 }
+
+/// The steps of [`NpcMemorySystems::Collect`], in order: replies and summaries
+/// come back, the actions they call run (the game's handlers are exclusive
+/// systems), the answered calls enter memory, then requests go out, follow-ups
+/// among them, in the same frame.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CollectStep {
+    /// Finished requests come back.
+    Results,
+    /// Called actions run.
+    Actions,
+    /// Answered calls enter memory.
+    Record,
+    /// Queued requests go out.
+    Dispatch,
+}

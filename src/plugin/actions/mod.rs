@@ -17,11 +17,23 @@ use bevy::prelude::*;
 pub use messages::{ActionInvocation, AnswerNpcAction, NpcActed, ProposedAction};
 pub use registry::NpcActionsAppExt;
 pub(crate) use registry::{ActionRegistry, ActionTurns, AnsweredRound, ProposedRound};
-pub(crate) use run::{calls_pending, rounds_answered, run_actions};
+pub(crate) use run::rounds_answered;
+
+use crate::plugin::sets::CollectStep;
+use run::{calls_pending, run_actions};
 
 pub(crate) fn plugin(app: &mut App) {
     app.add_message::<NpcActed>()
         .add_message::<AnswerNpcAction>()
         .init_resource::<ActionRegistry>()
-        .init_resource::<ActionTurns>();
+        .init_resource::<ActionTurns>()
+        // Handlers are the game's systems: the calls of replies collected this
+        // frame are answered in it, so the follow-up goes out with this frame's
+        // requests.
+        .add_systems(
+            Update,
+            run_actions
+                .run_if(calls_pending)
+                .in_set(CollectStep::Actions),
+        );
 }
