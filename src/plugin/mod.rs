@@ -331,12 +331,8 @@ impl Plugin for NpcMemoryPlugin {
                     dialogue::settle_io.in_set(PersistStep::Settle),
                 ),
             );
-        app.add_systems(
-            Update,
-            usage::measure_diagnostics.after(NpcMemorySystems::Persist),
-        )
         // Independent of the exit flush: held lines are in no save.
-        .add_systems(Last, dialogue::hand_back_on_exit);
+        app.add_systems(Last, dialogue::hand_back_on_exit);
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);

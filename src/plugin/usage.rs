@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::backends::{Purpose, TokenUsage};
 use crate::memory::NpcId;
+use crate::plugin::sets::NpcMemorySystems;
 
 /// Latency samples kept per figure; percentiles describe the most recent ones.
 const LATENCY_SAMPLES: usize = 512;
@@ -95,6 +96,15 @@ impl UsageStats {
     }
 }
 
+/// A request finished: the dialogue writes one for every request, and the usage
+/// figures are kept from them, so the turn pipeline never borrows [`LlmUsage`].
+#[derive(Message, Clone, Debug)]
+pub(crate) struct RequestFinished {
+    pub(crate) npc: NpcId,
+    pub(crate) purpose: Purpose,
+    pub(crate) outcome: RequestOutcome,
+}
+
 /// What one finished request contributes to the figures.
 #[derive(Clone, Debug)]
 pub(crate) struct RequestOutcome {
@@ -135,7 +145,14 @@ impl LlmUsage {
 }
 
 pub(crate) fn plugin(app: &mut App) {
-    app.init_resource::<LlmUsage>();
+    app.init_resource::<LlmUsage>()
+        .add_message::<RequestFinished>()
+        .add_systems(
+            Update,
+            (record_usage, measure_diagnostics)
+                .chain()
+                .after(NpcMemorySystems::Persist),
+        );
     for path in [
         diagnostics::PROMPT_TOKENS,
         diagnostics::COMPLETION_TOKENS,
@@ -146,9 +163,21 @@ pub(crate) fn plugin(app: &mut App) {
     }
 }
 
+/// Adds the requests that finished this frame to the figures.
+fn record_usage(mut finished: MessageReader<RequestFinished>, mut usage: ResMut<LlmUsage>) {
+    for RequestFinished {
+        npc,
+        purpose,
+        outcome,
+    } in finished.read()
+    {
+        usage.record(npc, *purpose, outcome);
+    }
+}
+
 /// Turns finished requests into Bevy diagnostics. The only plugin system with
 /// deferred work, and ordered last, so it adds no sync point inside the pipeline.
-pub(crate) fn measure_diagnostics(mut usage: ResMut<LlmUsage>, mut diagnostics: Diagnostics) {
+fn measure_diagnostics(mut usage: ResMut<LlmUsage>, mut diagnostics: Diagnostics) {
     if usage.unmeasured.is_empty() {
         return;
     }

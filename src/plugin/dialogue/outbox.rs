@@ -19,6 +19,7 @@ use crate::plugin::messages::{
 use crate::plugin::npc::NpcState;
 use crate::plugin::npc::TurnId;
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
+use crate::plugin::usage::RequestFinished;
 
 /// The messages the dialogue writes, and the NPC entities that hear them too.
 #[derive(SystemParam)]
@@ -30,6 +31,7 @@ pub(crate) struct Outbox<'w, 's> {
     summaries: MessageWriter<'w, NpcSummaryUpdated>,
     degradations: MessageWriter<'w, NpcMemoryDegraded>,
     acted: MessageWriter<'w, NpcActed>,
+    finished: MessageWriter<'w, RequestFinished>,
     entities: Res<'w, NpcEntities>,
     states: Query<'w, 's, &'static mut NpcState>,
     commands: Commands<'w, 's>,
@@ -51,6 +53,11 @@ impl Outbox<'_, '_> {
             }
             fire(&mut self.commands, entity);
         }
+    }
+
+    /// A request finished, for the usage figures.
+    pub(crate) fn request_finished(&mut self, finished: RequestFinished) {
+        self.finished.write(finished);
     }
 
     /// A line started being answered: the NPC thinks.

@@ -12,7 +12,7 @@ use crate::plugin::messages::{NpcReplied, NpcReplyDelta, NpcReplyFailed, ReplyEr
 use crate::plugin::npc::TurnId;
 use crate::plugin::requests::FinishedTask;
 use crate::plugin::telemetry::TelemetryEvent;
-use crate::plugin::usage::RequestOutcome;
+use crate::plugin::usage::{RequestFinished, RequestOutcome};
 
 impl Dialogue<'_, '_> {
     /// Applies finished requests within the frame's time budget: a burst of replies
@@ -98,7 +98,12 @@ impl Dialogue<'_, '_> {
             latency,
             usage: result.as_ref().ok().and_then(|r| r.usage),
         };
-        self.usage.record(npc, purpose, &outcome);
+        let usage = outcome.usage;
+        self.out.request_finished(RequestFinished {
+            npc: npc.clone(),
+            purpose,
+            outcome,
+        });
         if self.telemetry.is_recording() {
             self.telemetry.emit(TelemetryEvent::Response {
                 npc: npc.clone(),
@@ -108,7 +113,7 @@ impl Dialogue<'_, '_> {
                 content: result.as_ref().ok().map(|r| r.content.clone()),
                 error: result.as_ref().err().map(ToString::to_string),
                 estimated_tokens: result.as_ref().map_or(0, |r| estimate_tokens(&r.content)),
-                usage: outcome.usage,
+                usage,
             });
         }
     }

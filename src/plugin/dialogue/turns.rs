@@ -28,7 +28,6 @@ use crate::plugin::schedule::NpcMemoryScheduler;
 use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
 use crate::plugin::tier_bindings::TierBindings;
-use crate::plugin::usage::LlmUsage;
 use crate::save::WaitingLine;
 
 /// Everything handling one NPC event touches, borrowed together.
@@ -41,7 +40,6 @@ pub(crate) struct Dialogue<'w, 's> {
     pub(super) telemetry: Res<'w, Telemetry>,
     pub(super) clock: ResMut<'w, NpcMemoryClock>,
     pub(super) bindings: ResMut<'w, PersonaBindings>,
-    pub(super) usage: ResMut<'w, LlmUsage>,
     pub(super) lore: ResMut<'w, NpcLore>,
     pub(super) loads: ResMut<'w, NpcMemoryLoads>,
     pub(super) scheduler: ResMut<'w, NpcMemoryScheduler>,
