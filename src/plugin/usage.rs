@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::backends::{Purpose, TokenUsage};
 use crate::memory::NpcId;
-use crate::plugin::sets::NpcMemorySystems;
+use crate::plugin::sets::{CollectStep, NpcMemorySystems};
 
 /// Latency samples kept per figure; percentiles describe the most recent ones.
 const LATENCY_SAMPLES: usize = 512;
@@ -114,13 +114,13 @@ pub(crate) struct RequestOutcome {
     pub(crate) usage: Option<TokenUsage>,
 }
 
-/// Usage figures per NPC and purpose, and in total. Read it for a cost dashboard.
+/// Usage figures per NPC and purpose, and in total. Read it for a cost dashboard;
+/// the requests that finish in a frame are in it once [`NpcMemorySystems::Collect`]
+/// has run.
 #[derive(Resource, Default, Debug)]
 pub struct LlmUsage {
     per_npc: HashMap<(NpcId, Purpose), UsageStats>,
     total: HashMap<Purpose, UsageStats>,
-    /// Finished requests not yet measured as Bevy diagnostics.
-    unmeasured: Vec<RequestOutcome>,
 }
 
 impl LlmUsage {
@@ -140,7 +140,6 @@ impl LlmUsage {
             .or_default()
             .record(outcome);
         self.total.entry(purpose).or_default().record(outcome);
-        self.unmeasured.push(outcome.clone());
     }
 }
 
@@ -149,9 +148,13 @@ pub(crate) fn plugin(app: &mut App) {
         .add_message::<RequestFinished>()
         .add_systems(
             Update,
-            (record_usage, measure_diagnostics)
-                .chain()
-                .after(NpcMemorySystems::Persist),
+            (
+                // Current once Collect ends, as when the dialogue kept the figures.
+                record_usage
+                    .after(CollectStep::Results)
+                    .in_set(NpcMemorySystems::Collect),
+                measure_diagnostics.after(NpcMemorySystems::Persist),
+            ),
         );
     for path in [
         diagnostics::PROMPT_TOKENS,
@@ -177,12 +180,9 @@ fn record_usage(mut finished: MessageReader<RequestFinished>, mut usage: ResMut<
 
 /// Turns finished requests into Bevy diagnostics. The only plugin system with
 /// deferred work, and ordered last, so it adds no sync point inside the pipeline.
-fn measure_diagnostics(mut usage: ResMut<LlmUsage>, mut diagnostics: Diagnostics) {
-    if usage.unmeasured.is_empty() {
-        return;
-    }
-    for outcome in usage.unmeasured.drain(..) {
-        measure(&mut diagnostics, &outcome);
+fn measure_diagnostics(mut finished: MessageReader<RequestFinished>, mut diagnostics: Diagnostics) {
+    for RequestFinished { outcome, .. } in finished.read() {
+        measure(&mut diagnostics, outcome);
     }
 }
 
