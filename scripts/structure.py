@@ -21,9 +21,16 @@ Some features are also **kept apart**: saves and lore never import the turn
 pipeline (`plugin/dialogue`). They hand work to it through plain types instead,
 so a change to how a turn runs never touches them.
 
+The turn pipeline's **systems** (`plugin/dialogue`) are also measured: the parts
+each one borrows, counting `Res`/`ResMut` as one each and expanding the pipeline's
+own system parameters, except the memory (`Layers`: the three layer resources
+and their change marks) and the outbox (`Outbox`: messages, entity events and
+telemetry), which count one each. Message readers and writers do not count.
+
 Usage: python3 scripts/structure.py [--folder plugin] [--verbose] [--check]
 With --check (CI), the exit status is 1 on any circle, on any import between
-features kept apart, or on more than --max-up (5) arrows back up.
+features kept apart, on more than --max-up (5) arrows back up, or on a turn
+pipeline system borrowing more than --max-parts (6) parts.
 """
 
 import argparse
@@ -272,6 +279,67 @@ def kept_apart(arrows):
     return sorted(out)
 
 
+# System parameters that count as one part: each is one thing to a stage.
+WHOLE_PARAMS = {"Layers", "Outbox"}
+RESOURCES = {"Res", "ResMut"}
+FREE = {"MessageReader", "MessageWriter", "Local", "Query", "Commands"}
+
+
+def split_top(text, sep=","):
+    """Splits at `sep` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def base_type(ty):
+    return re.match(r"\s*(?:&\s*(?:mut\s+)?)?([A-Za-z_]\w*)", ty).group(1)
+
+
+def pipeline_parts(folder=("plugin", "dialogue")):
+    """Each turn pipeline system and the parts it borrows (see the docs above)."""
+    texts = []
+    for module, path in module_files().items():
+        if module[: len(folder)] == folder:
+            texts.append(strip_tests(strip_comments(open(path, encoding="utf-8").read())))
+    params = {}
+    for text in texts:
+        for m in re.finditer(r"#\[derive\(SystemParam\)\]\s*pub\(crate\)\s+struct\s+(\w+)[^{]*\{(.*?)\n\}", text, re.S):
+            params[m.group(1)] = [base_type(f.split(":", 1)[1]) for f in split_top(m.group(2)) if ":" in f]
+
+    def parts(ty):
+        if ty in RESOURCES or ty in WHOLE_PARAMS:
+            return 1
+        if ty in FREE:
+            return 0
+        if ty in params:
+            return sum(parts(t) for t in params[ty])
+        return None
+
+    systems = {}
+    for text in texts:
+        for m in re.finditer(r"pub\(crate\)\s+fn\s+(\w+)\s*(?:<[^>]*>)?\(", text):
+            depth, i = 1, m.end()
+            while depth and i < len(text):
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+            args = split_top(text[m.end() : i - 1])
+            if not args or any("self" in a.split(":")[0] for a in args):
+                continue
+            counts = [parts(base_type(a.split(":", 1)[1])) for a in args if ":" in a]
+            if counts and None not in counts and any(counts):
+                systems[m.group(1)] = sum(counts)
+    return systems
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--folder", default="plugin")
@@ -282,6 +350,7 @@ def main():
         help="exit 1 on any circle, or on more than --max-up arrows back up",
     )
     parser.add_argument("--max-up", type=int, default=5)
+    parser.add_argument("--max-parts", type=int, default=6)
     args = parser.parse_args()
     graph = Graph()
     arrows = graph.arrows()
@@ -299,7 +368,13 @@ def main():
     if args.verbose:
         for src, dst in up:
             print(f"  {'/'.join(src)} -> {'/'.join(dst)}")
-    if args.check and (circles or apart or len(up) > args.max_up):
+    systems = pipeline_parts()
+    widest = max(systems.values(), default=0)
+    print(f"turn pipeline systems: {len(systems)}, most parts one borrows: {widest}")
+    if args.verbose:
+        for name, count in sorted(systems.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {count}  {name}")
+    if args.check and (circles or apart or len(up) > args.max_up or widest > args.max_parts):
         print("structure check failed", file=sys.stderr)
         sys.exit(1)
 

@@ -28,6 +28,12 @@ use crate::memory::{NpcId, shorten_to_chars};
 pub(crate) struct TaskId(u64);
 
 impl TaskId {
+    /// Request ids are handed out by [`NpcRequests`](super::requests::NpcRequests),
+    /// one counter for the app.
+    pub(crate) fn new(id: u64) -> Self {
+        Self(id)
+    }
+
     /// A number no other request of this app has.
     pub(crate) fn key(self) -> u64 {
         self.0
@@ -119,7 +125,6 @@ pub(crate) struct LlmBridge {
     /// A backstop only: the scheduler already sends no more than this many at
     /// once, so requests wait in its priority order, not in the semaphore's.
     slots: Arc<Semaphore>,
-    next_task: u64,
 }
 
 impl LlmBridge {
@@ -140,7 +145,6 @@ impl LlmBridge {
             summary_backend,
             timeout,
             slots: Arc::new(Semaphore::new(max_concurrent_requests.max(1))),
-            next_task: 0,
         }
     }
 
@@ -174,13 +178,6 @@ impl LlmBridge {
         if let Some(summaries) = &self.summary_backend {
             summaries.forget(npc);
         }
-    }
-
-    /// A ticket for a request the scheduler holds until it may be sent.
-    pub(crate) fn reserve(&mut self) -> Ticket {
-        let id = TaskId(self.next_task);
-        self.next_task += 1;
-        Ticket::queued(id)
     }
 
     /// Starts the request `task` was reserved for and returns at once. The request

@@ -22,9 +22,7 @@ mod saves;
 mod schedule;
 mod sets;
 mod settings;
-mod systems;
 mod telemetry;
-mod tier_bindings;
 mod usage;
 
 use std::path::PathBuf;
@@ -250,10 +248,8 @@ impl Plugin for NpcMemoryPlugin {
             .init_resource::<ContextMemoryManager>()
             .init_resource::<layers::MemoryChanges>()
             .init_resource::<NpcRequests>()
-            .init_resource::<systems::FactCursors>()
             .init_resource::<NpcMemoryLoads>()
             .init_resource::<persona::PersonaBindings>()
-            .init_resource::<tier_bindings::TierBindings>()
             .register_type::<TierMemory>()
             .init_resource::<NpcEntities>()
             .init_asset::<Persona>()
@@ -305,7 +301,13 @@ impl Plugin for NpcMemoryPlugin {
             )
             .configure_sets(
                 Update,
-                (LoadStep::Swap, LoadStep::Settle, LoadStep::Personas)
+                (
+                    LoadStep::Swap,
+                    LoadStep::Settle,
+                    LoadStep::Personas,
+                    LoadStep::Bind,
+                    LoadStep::Answer,
+                )
                     .chain()
                     .in_set(NpcMemorySystems::Personas),
             )
@@ -314,25 +316,8 @@ impl Plugin for NpcMemoryPlugin {
                 (PersistStep::Io, PersistStep::Settle, PersistStep::Snapshot)
                     .chain()
                     .in_set(NpcMemorySystems::Persist),
-            )
-            .add_systems(
-                Update,
-                (
-                    dialogue::settle_loads.in_set(LoadStep::Settle),
-                    systems::apply_personas.in_set(LoadStep::Personas),
-                    systems::apply_tiers.in_set(IntakeStep::Tiers),
-                    dialogue::take_knowledge.in_set(IntakeStep::Knowledge),
-                    systems::take_requests.in_set(IntakeStep::Lines),
-                    systems::collect_results.in_set(CollectStep::Results),
-                    systems::record_actions
-                        .run_if(actions::rounds_answered)
-                        .in_set(CollectStep::Record),
-                    systems::dispatch_requests.in_set(CollectStep::Dispatch),
-                    dialogue::settle_io.in_set(PersistStep::Settle),
-                ),
             );
-        // Independent of the exit flush: held lines are in no save.
-        app.add_systems(Last, dialogue::hand_back_on_exit);
+        dialogue::plugin(app);
         clock::plugin(app, self.clock.clone());
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);

@@ -8,8 +8,11 @@ use super::data_file::{MAX_PERSONA_FILE_BYTES, read_file_text};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+mod applied;
 mod bindings;
+mod tier_bindings;
 
+pub(crate) use applied::{AppliedPersona, PersonaChange};
 pub(crate) use bindings::{PersonaBindings, on_npc_inserted};
 
 use super::npc::{MemoryTier, PersonaFeatures, TierMemory, TierOverrides};

@@ -60,11 +60,14 @@ pub struct NpcMemoryLoads {
     pub(crate) taken_snapshot: Option<Arc<SaveGame>>,
     /// What the save systems left for the turn pipeline this frame, in order.
     handovers: Vec<Handover>,
+    /// NPCs whose memory was imported this frame: they get their tier's settings.
+    imports: Vec<NpcId>,
 }
 
 /// What swapping memory in leaves for the turn pipeline. The save systems only
 /// put memory in place; dialogue's `settle_loads` runs right after them and deals
-/// with the turns: requests, waiting lines, personas and tiers.
+/// with the turns: requests, waiting lines and personas. (An import leaves only
+/// its NPC, for its tier: [`NpcMemoryLoads::imported`].)
 #[derive(Debug)]
 pub(crate) enum Handover {
     /// Every NPC's memory became a save's. The replaced memory's requests and
@@ -75,8 +78,6 @@ pub(crate) enum Handover {
         told_lore: Vec<NpcId>,
         waiting: Vec<(NpcId, Vec<WaitingLine>)>,
     },
-    /// One NPC's memory was imported: it gets its tier's settings.
-    Imported(NpcId),
     /// A load ended (swapped in or failed): the lines held for it go to the
     /// memory now in use.
     Released(Vec<(NpcId, WaitingLine)>),
@@ -290,6 +291,16 @@ impl NpcMemoryLoads {
     /// What the save systems left for the turn pipeline, oldest first.
     pub(crate) fn take_handovers(&mut self) -> Vec<Handover> {
         std::mem::take(&mut self.handovers)
+    }
+
+    /// `npc`'s memory was imported: it gets its tier's settings next.
+    pub(crate) fn imported(&mut self, npc: NpcId) {
+        self.imports.push(npc);
+    }
+
+    /// The NPCs whose memory was imported since the last call, oldest first.
+    pub(crate) fn take_imports(&mut self) -> Vec<NpcId> {
+        std::mem::take(&mut self.imports)
     }
 
     /// Takes every held line out (the app is closing mid-load: nothing will

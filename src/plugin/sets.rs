@@ -26,15 +26,20 @@ pub enum NpcMemorySystems {
 
 /// The steps of [`NpcMemorySystems::Personas`], in order: loads and restores
 /// swap memory in (saves), the turn pipeline settles what they left (requests of
-/// the replaced memory, held lines), then personas reach memory.
+/// the replaced memory, held lines), personas are resolved per NPC, memory, lore
+/// and actions each take their part, then lines the NPCs can now answer are.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum LoadStep {
     /// Loads and restores start, and finished ones are swapped in.
     Swap,
     /// What a swap left for turns is done.
     Settle,
-    /// Personas spawned, loaded or edited reach their NPCs.
+    /// Personas spawned, loaded or edited are resolved per NPC.
     Personas,
+    /// Memory, lore and actions take their part of each NPC's persona.
+    Bind,
+    /// Lines that a load or a persona freed are answered.
+    Answer,
 }
 
 /// The steps of [`NpcMemorySystems::Persist`], in order: saves, autosave and
@@ -72,12 +77,14 @@ pub(crate) enum IntakeStep {
 /// among them, in the same frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum CollectStep {
-    /// Finished requests come back.
+    /// Requests started before `Collect` join the scheduler's queue (cancelled
+    /// turns leave it, their action rounds too); finished requests come back and
+    /// enter memory, and NPCs they freed answer their next lines.
     Results,
     /// Called actions run.
     Actions,
     /// Answered calls enter memory.
     Record,
-    /// Queued requests go out.
+    /// Requests started in `Collect` join the queue, and queued requests go out.
     Dispatch,
 }

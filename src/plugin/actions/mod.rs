@@ -19,7 +19,8 @@ pub use registry::NpcActionsAppExt;
 pub(crate) use registry::{ActionRegistry, ActionTurns, AnsweredRound, ProposedRound};
 pub(crate) use run::rounds_answered;
 
-use crate::plugin::sets::CollectStep;
+use crate::plugin::persona::PersonaChange;
+use crate::plugin::sets::{CollectStep, LoadStep};
 use run::{calls_pending, run_actions};
 
 pub(crate) fn plugin(app: &mut App) {
@@ -32,8 +33,23 @@ pub(crate) fn plugin(app: &mut App) {
         // requests.
         .add_systems(
             Update,
-            run_actions
-                .run_if(calls_pending)
-                .in_set(CollectStep::Actions),
+            (
+                allow_persona_actions
+                    .run_if(on_message::<PersonaChange>)
+                    .in_set(LoadStep::Bind),
+                run_actions
+                    .run_if(calls_pending)
+                    .in_set(CollectStep::Actions),
+            ),
         );
+}
+
+/// An NPC may call the actions its persona lists.
+fn allow_persona_actions(
+    mut turns: ResMut<ActionTurns>,
+    mut changes: MessageReader<PersonaChange>,
+) {
+    for applied in changes.read().filter_map(PersonaChange::applied) {
+        turns.allow(&applied.npc, &applied.actions);
+    }
 }

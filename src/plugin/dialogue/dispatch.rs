@@ -1,31 +1,114 @@
-//! Queued requests go out: as many as the concurrency cap, the budget and rate
-//! limits allow, in the scheduler's order. A summary is built only now, so one
-//! that waited covers every message that arrived meanwhile.
+//! Requests go out. [`queue_outbound`] hands the requests the other stages
+//! started to the scheduler, with the actions each reply offers;
+//! [`dispatch_requests`] sends as many as the concurrency cap, the budget and
+//! rate limits allow, in the scheduler's order. A summary is built only when it
+//! is sent, so one that waited covers every message that arrived meanwhile.
 
-use std::time::Duration;
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
 
-use super::Dialogue;
-use crate::backends::{BackendError, ChatRequest, Purpose, RequestKind};
-use crate::memory::{NpcId, estimate_prompt_tokens};
-use crate::plugin::bridge::TaskId;
-use crate::plugin::requests::Resend;
-use crate::plugin::schedule::{Entry, Work, WorkKind};
+use super::outbox::Outbox;
+use crate::backends::{ChatRequest, RequestKind};
+use crate::memory::{ReplyTagStream, estimate_prompt_tokens};
+use crate::plugin::actions::{ActionRegistry, ActionTurns};
+use crate::plugin::bridge::LlmBridge;
+use crate::plugin::layers::Layers;
+use crate::plugin::persona::PersonaBindings;
+use crate::plugin::requests::{NpcRequests, Outbound};
+use crate::plugin::schedule::{Entry, NpcMemoryScheduler, Work, WorkKind};
+use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::telemetry::TelemetryEvent;
 
-impl Dialogue<'_, '_> {
-    /// Sends queued requests while a slot is free and the scheduler allows. Costs
-    /// O(log n) per request sent, nothing per idle NPC.
-    pub(crate) fn dispatch(&mut self) {
-        let max = self.settings.max_concurrent_requests.max(1);
-        while self.requests.running() < max {
-            let Some(entry) = self.scheduler.next(&self.settings.schedule, &self.requests) else {
-                break;
-            };
-            self.send(entry);
-        }
-        self.scheduler.end(&self.settings.schedule);
-    }
+/// What queueing requests borrows.
+#[derive(SystemParam)]
+pub(crate) struct Queueing<'w> {
+    requests: ResMut<'w, NpcRequests>,
+    scheduler: ResMut<'w, NpcMemoryScheduler>,
+    actions: ResMut<'w, ActionTurns>,
+    registry: Res<'w, ActionRegistry>,
+    bindings: Res<'w, PersonaBindings>,
+    settings: Res<'w, NpcMemorySettings>,
+}
 
+/// The requests started since the last call join the scheduler's queue, in the
+/// order they started, and cancelled NPCs leave it. Runs before the game's action
+/// handlers, so a cancelled turn's calls are dropped, and again before sending.
+pub(crate) fn queue_outbound(mut q: Queueing) {
+    for work in q.requests.take_outbound() {
+        match work {
+            Outbound::Reply {
+                npc,
+                task,
+                turn,
+                mut request,
+            } => {
+                if !q.requests.is_waiting(&npc, task) {
+                    continue; // cancelled meanwhile
+                }
+                let max_rounds = q.settings.max_action_rounds;
+                request.actions = q.actions.offer(&q.registry, &npc, turn, max_rounds);
+                if let Some(fields) = q.bindings.reply_fields(&npc) {
+                    q.requests.set_tags(&npc, task, ReplyTagStream::new(fields));
+                }
+                q.scheduler.queue_reply(&npc, task, request);
+            }
+            Outbound::Summary {
+                npc,
+                task,
+                job,
+                tokens,
+            } => {
+                if q.requests.is_waiting(&npc, task) {
+                    let settings = &q.settings.schedule;
+                    q.scheduler.queue_summary(&npc, task, job, tokens, settings);
+                }
+            }
+            Outbound::Press(npc) => q.scheduler.press(&npc),
+            Outbound::Hurry(npc) => q.scheduler.hurry(&npc),
+            Outbound::Forget(Some(npc)) => {
+                q.scheduler.forget(&npc);
+                q.actions.forget(&npc);
+            }
+            Outbound::Forget(None) => q.scheduler.forget_all(),
+        }
+    }
+}
+
+/// Whether requests wait to be queued.
+pub(crate) fn outbound_waiting(requests: Res<NpcRequests>) -> bool {
+    requests.has_outbound()
+}
+
+/// What sending requests borrows.
+#[derive(SystemParam)]
+pub(crate) struct Sending<'w, 's> {
+    requests: ResMut<'w, NpcRequests>,
+    scheduler: ResMut<'w, NpcMemoryScheduler>,
+    bridge: ResMut<'w, LlmBridge>,
+    layers: Layers<'w>,
+    settings: Res<'w, NpcMemorySettings>,
+    out: Outbox<'w, 's>,
+}
+
+/// Sends queued requests while a slot is free and the scheduler allows. Costs
+/// O(log n) per request sent, nothing per idle NPC. The backends first drop what
+/// they keep for NPCs whose memory was cleared or replaced.
+pub(crate) fn dispatch_requests(mut sending: Sending) {
+    for npc in sending.requests.take_forgotten() {
+        sending.bridge.forget(npc.as_ref());
+    }
+    let max = sending.settings.max_concurrent_requests.max(1);
+    while sending.requests.running() < max {
+        let schedule = &sending.settings.schedule;
+        let Some(entry) = sending.scheduler.next(schedule, &sending.requests) else {
+            break;
+        };
+        sending.send(entry);
+    }
+    sending.scheduler.end(&sending.settings.schedule);
+}
+
+impl Sending<'_, '_> {
     fn send(&mut self, entry: Entry<Work>) {
         let waited = self.scheduler.now().saturating_sub(entry.queued_at);
         let Work { npc, task, kind } = entry.work;
@@ -51,8 +134,9 @@ impl Dialogue<'_, '_> {
         let purpose = request.purpose();
         self.scheduler
             .spend_tokens(task, estimate_prompt_tokens(&request.messages) as u64);
-        if !waited.is_zero() && self.telemetry.is_recording() {
-            self.telemetry.emit(TelemetryEvent::Deferred {
+        let telemetry = self.out.telemetry();
+        if !waited.is_zero() && telemetry.is_recording() {
+            telemetry.emit(TelemetryEvent::Deferred {
                 npc: npc.clone(),
                 purpose,
                 waited_ms: waited.as_secs_f64() * 1000.0,
@@ -60,88 +144,26 @@ impl Dialogue<'_, '_> {
             });
         }
         self.trace_request(&request);
-        let kept = (purpose == Purpose::Reply).then(|| request.clone());
+        let kept = (purpose == crate::backends::Purpose::Reply).then(|| request.clone());
         let ticket = self.bridge.spawn(task, request);
         self.requests.launch(&npc, ticket, kept);
         self.scheduler.count_sent();
     }
 
-    /// A request the provider rate-limited: dispatch pauses, and the request waits
-    /// its turn again unless it already did too often. Returns whether it was
-    /// queued again, in which case it has not finished.
-    pub(crate) fn rate_limited(
-        &mut self,
-        npc: &NpcId,
-        task: TaskId,
-        purpose: Purpose,
-        retry_after: Option<Duration>,
-    ) -> bool {
-        let settings = &self.settings.schedule;
-        let pause = self.scheduler.rate_limited(retry_after, settings);
-        let resend = self.requests.resend(npc, task, settings.rate_limit_retries);
-        let requeued = resend.is_some();
-        match resend {
-            Some(Resend::Reply(request)) => self.scheduler.requeue_reply(npc, task, request),
-            Some(Resend::Summary(job)) => self.scheduler.requeue_summary(npc, task, job),
-            None => {}
-        }
-        self.telemetry.emit(TelemetryEvent::Backoff {
-            npc: npc.clone(),
-            purpose,
-            pause_ms: pause.as_secs_f64() * 1000.0,
-            retry_after: retry_after.is_some(),
-            requeued,
-            backend_retries: false,
-        });
-        requeued
-    }
-
-    /// The backend waits out a rate limit and retries the request itself (an HTTP
-    /// client's own retries): the request keeps running, and every other one
-    /// pauses too, rather than meeting the same limit.
-    pub(crate) fn retried_in_backend(
-        &mut self,
-        npc: &NpcId,
-        task: TaskId,
-        retry_after: Option<Duration>,
-    ) {
-        if !self.requests.is_running(npc, task) {
-            return; // cancelled meanwhile: its limit is no longer our business
-        }
-        let settings = &self.settings.schedule;
-        let pause = self
-            .scheduler
-            .backend_waits_out(task, retry_after, settings);
-        self.telemetry.emit(TelemetryEvent::Backoff {
-            npc: npc.clone(),
-            purpose: self.purpose_of(npc, task),
-            pause_ms: pause.as_secs_f64() * 1000.0,
-            retry_after: retry_after.is_some(),
-            requeued: false,
-            backend_retries: true,
-        });
-    }
-
-    /// Whether request `task` of `npc` is its reply or a summary.
-    pub(crate) fn purpose_of(&self, npc: &NpcId, task: TaskId) -> Purpose {
-        if self.requests.reply_task(npc) == Some(task) {
-            Purpose::Reply
-        } else {
-            Purpose::Summary
-        }
-    }
-
-    /// A request came back: a success resets the rate-limit pause's doubling.
-    pub(crate) fn paced(
-        &mut self,
-        task: TaskId,
-        result: &Result<crate::backends::ChatResponse, BackendError>,
-    ) {
-        if let Ok(response) = result {
-            self.scheduler.succeeded(task);
-            if let Some(usage) = response.usage {
-                self.scheduler.billed(task, usage);
-            }
+    fn trace_request(&self, request: &ChatRequest) {
+        // Copying the prompt and estimating its tokens costs microseconds per
+        // request; only pay for it when someone records telemetry.
+        let telemetry = self.out.telemetry();
+        if telemetry.is_recording() {
+            let purpose = request.purpose();
+            telemetry.emit(TelemetryEvent::Request {
+                npc: request.npc.clone(),
+                purpose,
+                backend: self.bridge.backend_name(purpose).to_owned(),
+                at: self.out.seconds(),
+                estimated_tokens: estimate_prompt_tokens(&request.messages),
+                messages: request.messages.clone(),
+            });
         }
     }
 }

@@ -3,14 +3,14 @@
 
 use bevy::prelude::*;
 
-use super::Dialogue;
+use super::turns::Turns;
 use crate::memory::{FactChange, LogIndex, NpcId, NpcMemory, PersonaPrompt, Teller};
 use crate::plugin::knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge};
 
 /// Events, tellings and privacy marks of this frame, before its player lines: a
 /// line said right after an event is answered knowing it.
 pub(crate) fn take_knowledge(
-    mut dialogue: Dialogue,
+    mut dialogue: Turns,
     mut witnessed: MessageReader<NpcWitnessed>,
     mut shares: MessageReader<ShareKnowledge>,
     mut marks: MessageReader<MarkPrivate>,
@@ -46,25 +46,25 @@ pub(crate) fn take_knowledge(
     }
 }
 
-impl Dialogue<'_, '_> {
+impl Turns<'_, '_> {
     /// `npc` saw `text` happen at game time `at` (the memory clock if `None`).
     /// An NPC not spawned yet gets a memory of its own for it, which its persona
     /// joins when it spawns.
-    pub(crate) fn witness(&mut self, npc: &NpcId, text: &str, importance: f32, at: Option<f64>) {
+    fn witness(&mut self, npc: &NpcId, text: &str, importance: f32, at: Option<f64>) {
         let now = self.now_at(at);
         self.ensure_memory(npc);
-        let Some(mut layers) = self.layers.get_mut(npc) else {
+        let Some(mut layers) = self.core.layers.get_mut(npc) else {
             return;
         };
         let noted = layers.witness(text, importance, now);
-        self.report_overflow(npc, noted.overflow);
-        self.send_summary(npc, noted.summary);
+        self.core.report_overflow(npc, noted.overflow);
+        self.core.send_summary(npc, noted.summary);
     }
 
     /// `from` tells `to` what it knows `about`. Returns the entries `to` learned
     /// (none when `from` does not know it, it is private, or `to` knew it already)
     /// and, for a fact, what it did to `to`'s pinned facts.
-    pub(crate) fn share(
+    fn share(
         &mut self,
         from: &NpcId,
         to: &NpcId,
@@ -74,7 +74,7 @@ impl Dialogue<'_, '_> {
             return (Vec::new(), Vec::new());
         }
         let now = self.clock.now();
-        let Some(mut teller_layers) = self.layers.get_mut(from) else {
+        let Some(mut teller_layers) = self.core.layers.get_mut(from) else {
             return (Vec::new(), Vec::new());
         };
         let teller = Teller {
@@ -103,7 +103,7 @@ impl Dialogue<'_, '_> {
                     return (Vec::new(), Vec::new());
                 };
                 self.ensure_memory(to);
-                let Some(mut layers) = self.layers.get_mut(to) else {
+                let Some(mut layers) = self.core.layers.get_mut(to) else {
                     return (Vec::new(), Vec::new());
                 };
                 return (Vec::new(), vec![layers.hear_fact(fact, now)]);
@@ -115,26 +115,27 @@ impl Dialogue<'_, '_> {
         self.ensure_memory(to);
         let mut learned = Vec::new();
         for told in told {
-            let Some(mut layers) = self.layers.get_mut(to) else {
+            let Some(mut layers) = self.core.layers.get_mut(to) else {
                 break;
             };
             if let Some(noted) = layers.hear(told, now.clone()) {
                 learned.push(noted.index);
-                self.report_overflow(to, noted.overflow);
-                self.send_summary(to, noted.summary);
+                self.core.report_overflow(to, noted.overflow);
+                self.core.send_summary(to, noted.summary);
             }
         }
         (learned, Vec::new())
     }
 
     /// Makes a player line already said private; returns whether it now is.
-    pub(crate) fn mark_private(&mut self, npc: &NpcId, index: LogIndex) -> bool {
+    fn mark_private(&mut self, npc: &NpcId, index: LogIndex) -> bool {
         let private = self
+            .core
             .layers
             .get_mut(npc)
             .is_some_and(|mut layers| layers.mark_private(index));
         if private {
-            self.layers.mark_changed(npc);
+            self.core.layers.mark_changed(npc);
         }
         private
     }
@@ -150,7 +151,7 @@ impl Dialogue<'_, '_> {
     /// An NPC that learns something before it is spawned gets a memory under its
     /// id, with its id as a stand-in persona until its own arrives.
     fn ensure_memory(&mut self, npc: &NpcId) {
-        if self.layers.contains(npc) {
+        if self.core.layers.contains(npc) {
             return;
         }
         let persona = PersonaPrompt {
@@ -159,6 +160,6 @@ impl Dialogue<'_, '_> {
             style: Default::default(),
         };
         let memory = NpcMemory::new(persona, &self.settings.memory);
-        self.layers.insert(npc.clone(), memory);
+        self.core.layers.insert(npc.clone(), memory);
     }
 }

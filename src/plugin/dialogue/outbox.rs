@@ -1,5 +1,5 @@
 //! The messages the dialogue writes, the entity events and [`NpcState`] changes
-//! that mirror them, and the telemetry that goes with them.
+//! that mirror them, and the telemetry that goes with them, stamped with game time.
 //!
 //! Every reply message goes out through one method here, which also fires the
 //! matching entity event on each of the NPC's entities and updates their state, so
@@ -10,6 +10,7 @@ use bevy::prelude::*;
 
 use crate::memory::{Degradation, NpcId, SummaryUpdate};
 use crate::plugin::actions::NpcActed;
+use crate::plugin::clock::NpcMemoryClock;
 use crate::plugin::entities::NpcEntities;
 use crate::plugin::entity_events::{Acted, Replied, ReplyDelta, ReplyFailed, ReplyStarted};
 use crate::plugin::messages::{
@@ -32,12 +33,25 @@ pub(crate) struct Outbox<'w, 's> {
     degradations: MessageWriter<'w, NpcMemoryDegraded>,
     acted: MessageWriter<'w, NpcActed>,
     finished: MessageWriter<'w, RequestFinished>,
+    telemetry: Res<'w, Telemetry>,
+    /// Stamps telemetry with game time.
+    clock: Res<'w, NpcMemoryClock>,
     entities: Res<'w, NpcEntities>,
     states: Query<'w, 's, &'static mut NpcState>,
     commands: Commands<'w, 's>,
 }
 
 impl Outbox<'_, '_> {
+    /// Where telemetry goes.
+    pub(crate) fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    /// The game time telemetry is stamped with, in seconds.
+    pub(crate) fn seconds(&self) -> f64 {
+        self.clock.seconds()
+    }
+
     /// Fires an event on each of the NPC's entities (`fire`) and applies `update` to
     /// their states. Only the NPC's own entities are visited: nothing here grows
     /// with the number of NPCs.
@@ -96,8 +110,8 @@ impl Outbox<'_, '_> {
 
     /// An action's call and result are in memory: the game hears what the NPC
     /// did. The NPC keeps thinking: its turn goes on.
-    pub(crate) fn acted(&mut self, telemetry: &Telemetry, message: NpcActed) {
-        telemetry.emit(TelemetryEvent::Acted {
+    pub(crate) fn acted(&mut self, message: NpcActed) {
+        self.telemetry.emit(TelemetryEvent::Acted {
             npc: message.npc.clone(),
             turn: message.turn,
             call_id: message.call_id.clone(),
@@ -138,13 +152,8 @@ impl Outbox<'_, '_> {
     }
 
     /// Memory lost quality: traced, and told to the game.
-    pub(crate) fn degraded(
-        &mut self,
-        telemetry: &Telemetry,
-        npc: &NpcId,
-        degradation: Degradation,
-    ) {
-        telemetry.emit(TelemetryEvent::Degraded {
+    pub(crate) fn degraded(&mut self, npc: &NpcId, degradation: Degradation) {
+        self.telemetry.emit(TelemetryEvent::Degraded {
             npc: npc.clone(),
             reason: degradation.to_string(),
             degradation: degradation.clone(),
@@ -156,13 +165,8 @@ impl Outbox<'_, '_> {
     }
 
     /// A summary rewrote the NPC's memory: traced, and told to the game.
-    pub(crate) fn summary_updated(
-        &mut self,
-        telemetry: &Telemetry,
-        npc: &NpcId,
-        update: SummaryUpdate,
-    ) {
-        telemetry.emit(TelemetryEvent::SummaryUpdated {
+    pub(crate) fn summary_updated(&mut self, npc: &NpcId, update: SummaryUpdate) {
+        self.telemetry.emit(TelemetryEvent::SummaryUpdated {
             npc: npc.clone(),
             old: update.old.to_string(),
             new: update.new.to_string(),

@@ -1,72 +1,85 @@
-//! What a load, a restore or an import leaves for turns. The save systems put
-//! memory in place and hand the rest over; here the replaced memory's requests
-//! are cancelled, live personas and tiers win over saved ones, and lines that
-//! waited for the load are answered.
+//! What a load or a restore leaves for turns. The save systems put memory in
+//! place and hand the rest over; here the replaced memory's requests are
+//! cancelled, live personas are applied again (they win over saved ones), and
+//! lines that waited for the load are queued to be answered. Imports are the
+//! tiers' part (`settle_imports`).
 
 use std::sync::Arc;
 
 use bevy::prelude::*;
 
-use super::Dialogue;
+use bevy::ecs::system::SystemParam;
+
+use super::core::TurnCore;
 use crate::memory::NpcId;
+use crate::plugin::lore::NpcLore;
 use crate::plugin::messages::ReplyError;
-use crate::plugin::persona::Persona;
-use crate::plugin::rebuild::{BuiltRecall, Handover};
+use crate::plugin::persona::PersonaBindings;
+use crate::plugin::rebuild::{BuiltRecall, Handover, NpcMemoryLoads};
 use crate::plugin::requests::Readiness;
 use crate::save::WaitingLine;
+
+/// What settling a load borrows.
+#[derive(SystemParam)]
+pub(crate) struct Settle<'w, 's> {
+    core: TurnCore<'w, 's>,
+    loads: ResMut<'w, NpcMemoryLoads>,
+    lore: ResMut<'w, NpcLore>,
+    bindings: ResMut<'w, PersonaBindings>,
+}
 
 /// Runs right after the systems that swap loaded memory in, before the frame's
 /// personas and lines: finished recall indexes reach their NPCs, and what the
 /// loads left for turns is done.
-pub(crate) fn settle_loads(mut dialogue: Dialogue, personas: Res<Assets<Persona>>) {
-    dialogue.install_recall();
-    dialogue.settle(&personas);
+pub(crate) fn settle_loads(mut settle: Settle) {
+    settle.install_recall();
+    settle.settle();
 }
 
-/// Runs right after the save IO finishes: a failed load's held lines and an
-/// imported memory are dealt with before the snapshot is brought up to date.
-pub(crate) fn settle_io(mut dialogue: Dialogue, personas: Res<Assets<Persona>>) {
-    dialogue.settle(&personas);
+/// Runs right after the save IO finishes: a failed load's held lines are dealt
+/// with before the snapshot is brought up to date.
+pub(crate) fn settle_io(mut settle: Settle) {
+    settle.settle();
 }
 
 /// A load still in flight when the app exits never lands: the lines held for it
 /// are handed back in the last frame.
-pub(crate) fn hand_back_on_exit(mut exits: MessageReader<AppExit>, mut dialogue: Dialogue) {
-    if exits.read().next().is_some() {
-        dialogue.hand_back_held();
+pub(crate) fn hand_back_on_exit(
+    mut exits: MessageReader<AppExit>,
+    mut core: TurnCore,
+    mut loads: ResMut<NpcMemoryLoads>,
+) {
+    if exits.read().next().is_none() {
+        return;
+    }
+    // The app is closing with a load in flight: its memory will never be in
+    // place, so the lines held for it are handed back (`ReplyError::Cancelled`,
+    // the text in `unrecorded_line`) rather than dropped with the app.
+    for (npc, line) in loads.take_all_held() {
+        tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
+        core.reject(&npc, ReplyError::Cancelled, None, line.text);
     }
 }
 
-impl Dialogue<'_, '_> {
+impl Settle<'_, '_> {
     /// Does what the loads left for turns, in the order it was left.
-    fn settle(&mut self, personas: &Assets<Persona>) {
+    fn settle(&mut self) {
         for handover in self.loads.take_handovers() {
             match handover {
                 Handover::Replaced { told_lore, waiting } => {
                     // Results of the replaced memory's requests belong to it.
-                    self.cancel_all();
+                    self.core.cancel_all();
                     // Just loaded, so nothing needs saving yet; a live persona that
-                    // differs from the saved one marks its NPC changed again below.
-                    self.layers.take_changed();
+                    // differs from the saved one marks its NPC changed again.
+                    self.core.layers.take_changed();
                     self.retract_loaded_lore(&told_lore);
-                    self.reapply_personas(personas);
+                    self.bindings.reapply_all();
                     for (npc, lines) in waiting {
                         self.requeue(&npc, lines);
                     }
                 }
-                Handover::Imported(npc) => self.retier_inserted(&npc),
                 Handover::Released(lines) => self.release_held(lines),
             }
-        }
-    }
-
-    /// A memory was put in place from outside (imported): if its persona sets
-    /// memory per tier, it gets the settings of the NPC's tier now, not those it
-    /// was saved with.
-    fn retier_inserted(&mut self, npc: &NpcId) {
-        let tier = self.scheduler.tier(npc);
-        if let Some(config) = self.tier_bindings.current(npc, tier) {
-            self.reconfigure(npc, &config);
         }
     }
 
@@ -80,7 +93,7 @@ impl Dialogue<'_, '_> {
             index,
         } in self.loads.finished_recall()
         {
-            let Some(mut layers) = self.layers.get_mut(&npc) else {
+            let Some(mut layers) = self.core.layers.get_mut(&npc) else {
                 continue;
             };
             let same_log = match (&last, len.checked_sub(1)) {
@@ -104,10 +117,10 @@ impl Dialogue<'_, '_> {
     fn release_held(&mut self, lines: Vec<(NpcId, WaitingLine)>) {
         let mut touched = Vec::new();
         for (npc, line) in lines {
-            match self.readiness(&npc) {
+            match self.core.readiness(&self.bindings, &npc) {
                 Readiness::Ready | Readiness::Loading => {
-                    self.requests.restore(&npc, line);
-                    self.layers.mark_changed(&npc);
+                    self.core.requests.restore(&npc, line);
+                    self.core.layers.mark_changed(&npc);
                     if !touched.contains(&npc) {
                         touched.push(npc);
                     }
@@ -117,25 +130,16 @@ impl Dialogue<'_, '_> {
                         npc: npc.clone(),
                         reason,
                     };
-                    self.reject(&npc, error, None, line.text);
+                    self.core.reject(&npc, error, None, line.text);
                 }
                 Readiness::Unknown => {
-                    self.reject(&npc, ReplyError::UnknownNpc(npc.clone()), None, line.text)
+                    self.core
+                        .reject(&npc, ReplyError::UnknownNpc(npc.clone()), None, line.text)
                 }
             }
         }
         for npc in touched {
-            self.next_line(&npc);
-        }
-    }
-
-    /// The app is closing with a load in flight: its memory will never be in place,
-    /// so the lines held for it are handed back ([`ReplyError::Cancelled`], the
-    /// text in `unrecorded_line`) rather than dropped with the app.
-    fn hand_back_held(&mut self) {
-        for (npc, line) in self.loads.take_all_held() {
-            tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
-            self.reject(&npc, ReplyError::Cancelled, None, line.text);
+            self.core.next_line(&npc);
         }
     }
 
@@ -146,7 +150,8 @@ impl Dialogue<'_, '_> {
     fn retract_loaded_lore(&mut self, told: &[NpcId]) {
         self.lore.take_texts_changed();
         let lore = &self.lore;
-        self.layers
+        self.core
+            .layers
             .retract_lore_in(told, |id| lore.get(id).map(|entry| entry.text.clone()));
     }
 
@@ -154,31 +159,15 @@ impl Dialogue<'_, '_> {
     /// if the NPC is free. A restored line is held to the rules of a new one: a save
     /// is data from outside, and a line unfit now is handed back instead.
     fn requeue(&mut self, npc: &NpcId, lines: Vec<WaitingLine>) {
-        let rules = self.rules();
+        let rules = self.core.requests.rules();
         for line in lines {
             match crate::plugin::requests::unfit_line(&line.text, rules) {
-                Some(error) => self.reject(npc, error, None, line.text),
+                Some(error) => self.core.reject(npc, error, None, line.text),
                 None => {
-                    self.requests.restore(npc, line);
+                    self.core.requests.restore(npc, line);
                 }
             }
         }
-        self.next_line(npc);
-    }
-
-    /// Gives every NPC whose persona asset has loaded that persona again, since the
-    /// live asset wins over the one stored in a save. A spawned NPC the save does
-    /// not hold (its id changed between builds, or the slot is from another layout)
-    /// starts with a fresh memory, so lines sent to it are answered, not kept
-    /// waiting for a memory that will never come.
-    fn reapply_personas(&mut self, personas: &Assets<Persona>) {
-        for (id, npcs) in self.bindings.all() {
-            let Some(persona) = personas.get(id) else {
-                continue;
-            };
-            for npc in npcs {
-                self.apply_persona(&npc, persona);
-            }
-        }
+        self.core.next_line(npc);
     }
 }

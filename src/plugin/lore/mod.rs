@@ -12,7 +12,8 @@ pub use file::{LoreFile, LoreFileError, LoreFileLoader};
 pub use messages::{AddLore, RemoveLore, UpdateLore};
 pub use resource::NpcLore;
 
-use super::sets::{IntakeStep, NpcMemorySystems};
+use super::persona::PersonaChange;
+use super::sets::{IntakeStep, LoadStep, NpcMemorySystems};
 
 pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
     app.init_resource::<NpcLore>()
@@ -37,6 +38,9 @@ pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
             Update,
             (
                 apply_lore_files.in_set(NpcMemorySystems::Personas),
+                bind_lore_groups
+                    .run_if(on_message::<PersonaChange>)
+                    .in_set(LoadStep::Bind),
                 // Before lines are taken, so a change and a line in one frame
                 // reach that line's reply.
                 take_lore_changes.in_set(IntakeStep::Changes),
@@ -45,6 +49,13 @@ pub(crate) fn plugin(app: &mut App, files: Vec<String>) {
 }
 
 /// Lore files that loaded, changed or went away update the store.
+/// An NPC knows the lore of the groups its persona names.
+fn bind_lore_groups(mut lore: ResMut<NpcLore>, mut changes: MessageReader<PersonaChange>) {
+    for applied in changes.read().filter_map(PersonaChange::applied) {
+        lore.set_groups(&applied.npc, &applied.groups);
+    }
+}
+
 fn apply_lore_files(
     mut lore: ResMut<NpcLore>,
     mut events: MessageReader<AssetEvent<LoreFile>>,

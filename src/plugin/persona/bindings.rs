@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
+use super::tier_bindings::TierBindings;
 use super::{Npc, Persona};
-use crate::memory::{NpcId, ReplyFieldSet};
+use crate::memory::{NpcId, ReplyFieldSet, ReplyFields};
 
 /// Which NPCs use which persona asset, so a persona that loads late or is edited
 /// reaches every NPC using it.
@@ -18,6 +19,8 @@ pub(crate) struct PersonaBindings {
     failed: HashMap<AssetId<Persona>, String>,
     /// The reply fields of each NPC whose persona declares any.
     reply_fields: HashMap<NpcId, Arc<ReplyFieldSet>>,
+    /// The memory settings per tier of each NPC whose persona sets any.
+    pub(crate) tiers: TierBindings,
 }
 
 impl PersonaBindings {
@@ -43,8 +46,29 @@ impl PersonaBindings {
         self.reply_fields.get(npc).cloned()
     }
 
+    /// Takes the personas to apply: those of NPCs spawned since the last call,
+    /// or every bound one after [`reapply_all`](Self::reapply_all).
     pub(crate) fn take_spawned(&mut self) -> Vec<AssetId<Persona>> {
         std::mem::take(&mut self.spawned)
+    }
+
+    /// Every bound persona is applied again: a load replaced memory, and the live
+    /// asset wins over the persona stored in the save.
+    pub(crate) fn reapply_all(&mut self) {
+        self.spawned.extend(self.by_asset.keys().copied());
+    }
+
+    /// Takes the reply-field tag off the start of a reply of the NPC: the fields it
+    /// set, and the words. An NPC without reply fields keeps its reply as it is.
+    pub(crate) fn split_fields(&self, npc: &NpcId, reply: String) -> (ReplyFields, String) {
+        let Some(set) = self.reply_fields.get(npc) else {
+            return (ReplyFields::default(), reply);
+        };
+        let (fields, words) = set.split(&reply);
+        if words.len() == reply.len() {
+            return (fields, reply);
+        }
+        (fields, words.to_owned())
     }
 
     pub(crate) fn npcs(&self, persona: AssetId<Persona>) -> &[NpcId] {
@@ -53,14 +77,6 @@ impl PersonaBindings {
 
     pub(crate) fn is_bound(&self, npc: &NpcId) -> bool {
         self.by_asset.values().any(|npcs| npcs.contains(npc))
-    }
-
-    /// Every persona asset and the NPCs using it.
-    pub(crate) fn all(&self) -> Vec<(AssetId<Persona>, Vec<NpcId>)> {
-        self.by_asset
-            .iter()
-            .map(|(id, npcs)| (*id, npcs.clone()))
-            .collect()
     }
 
     pub(crate) fn mark_failed(&mut self, persona: AssetId<Persona>, reason: String) {

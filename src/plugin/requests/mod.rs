@@ -1,5 +1,6 @@
 //! What each NPC is doing: its requests in flight and the player's lines waiting.
 
+mod handoff;
 mod policy;
 mod sending;
 
@@ -7,6 +8,7 @@ use std::collections::{HashMap, VecDeque};
 
 use bevy::prelude::*;
 
+pub(crate) use handoff::{Arrived, ArrivedWork, Outbound};
 pub(crate) use policy::{LineRules, Offer, QueuedLine, Readiness, unfit_line};
 pub(crate) use sending::Resend;
 
@@ -28,10 +30,14 @@ pub struct NpcRequests {
     /// NPCs whose turn waits for the game to answer its actions.
     acting: usize,
     turns: TurnCounter,
+    rules: LineRules,
+    handoff: handoff::Handoff,
 }
 
 #[derive(Default, Debug)]
 struct NpcSlot {
+    /// A line accepted to be answered at once, until it is.
+    starting: Option<QueuedLine>,
     reply: Option<ReplyInFlight>,
     /// The summary request and the job it answers.
     summary: Option<SummaryInFlight>,
@@ -97,6 +103,13 @@ pub(crate) enum FinishedTask {
     Reply(TurnId),
     /// A summary job.
     Summary(SummaryJobId),
+}
+
+impl NpcSlot {
+    /// Whether the NPC is answering a line: the next one waits.
+    fn is_answering(&self) -> bool {
+        self.starting.is_some() || self.reply.is_some() || self.acting.is_some()
+    }
 }
 
 impl NpcRequests {
@@ -207,7 +220,7 @@ impl NpcRequests {
     ) -> Offer {
         let turn = self.turns.peek();
         let slot = self.npcs.entry(npc.clone()).or_default();
-        let answering = slot.reply.is_some() || slot.acting.is_some();
+        let answering = slot.is_answering();
         let offer = slot
             .lines
             .offer(npc, line, turn, readiness, answering, rules);
@@ -238,21 +251,23 @@ impl NpcRequests {
     /// The next waiting line, if the NPC is free to answer it.
     pub(crate) fn next_line(&mut self, npc: &NpcId) -> Option<QueuedLine> {
         let slot = self.npcs.get_mut(npc)?;
-        let line = slot
-            .lines
-            .next(slot.reply.is_some() || slot.acting.is_some())?;
+        if let Some(line) = slot.starting.take() {
+            return Some(line);
+        }
+        let line = slot.lines.next(slot.is_answering())?;
         self.queued -= 1;
         Some(line)
     }
 
-    /// `tags`: the NPC declares reply fields, whose tag its deltas never show.
-    pub(crate) fn start_reply(
-        &mut self,
-        npc: &NpcId,
-        ticket: Ticket,
-        turn: TurnId,
-        tags: Option<ReplyTagStream>,
-    ) {
+    /// The NPC declares reply fields, whose tag the deltas of its reply `task`
+    /// never show.
+    pub(crate) fn set_tags(&mut self, npc: &NpcId, task: TaskId, tags: ReplyTagStream) {
+        if let Some(reply) = self.reply_of(npc, task) {
+            reply.tags = Some(tags);
+        }
+    }
+
+    fn start_reply(&mut self, npc: &NpcId, ticket: Ticket, turn: TurnId) {
         let slot = self.slot(npc);
         debug_assert!(slot.reply.is_none(), "one reply in flight per NPC");
         slot.reply = Some(ReplyInFlight {
@@ -262,12 +277,12 @@ impl NpcRequests {
             streamed_chars: 0,
             request: None,
             rate_limited: 0,
-            tags,
+            tags: None,
         });
         self.in_flight += 1;
     }
 
-    pub(crate) fn start_summary(&mut self, npc: &NpcId, ticket: Ticket, job: SummaryJobId) {
+    fn start_summary(&mut self, npc: &NpcId, ticket: Ticket, job: SummaryJobId) {
         let slot = self.slot(npc);
         debug_assert!(slot.summary.is_none(), "one summary in flight per NPC");
         slot.summary = Some(SummaryInFlight {
@@ -381,6 +396,7 @@ impl NpcRequests {
 
     /// Cancels the NPC's requests in flight and takes its waiting lines.
     pub(crate) fn cancel(&mut self, npc: &NpcId) -> Cancelled {
+        self.forget(Some(npc));
         let Some(slot) = self.npcs.get_mut(npc) else {
             return Cancelled::default();
         };
@@ -421,15 +437,35 @@ impl NpcRequests {
         self.running
     }
 
-    /// Takes every waiting line out of the NPC's queue.
+    /// Takes every waiting line out of the NPC's queue (and the line it was about
+    /// to answer, first).
     pub(crate) fn drain(&mut self, npc: &NpcId) -> VecDeque<QueuedLine> {
-        let lines = self
-            .npcs
-            .get_mut(npc)
-            .map(|slot| slot.lines.drain())
-            .unwrap_or_default();
+        let Some(slot) = self.npcs.get_mut(npc) else {
+            return VecDeque::new();
+        };
+        let mut lines = slot.lines.drain();
         self.queued -= lines.len();
+        if let Some(line) = slot.starting.take() {
+            lines.push_front(line);
+        }
         lines
+    }
+
+    /// Cancels every NPC's requests and takes their waiting lines, as loading
+    /// another save slot must: their results belong to the memory being
+    /// replaced.
+    pub(crate) fn cancel_all(&mut self) -> Vec<(NpcId, Cancelled)> {
+        let cancelled = self
+            .npcs()
+            .into_iter()
+            .map(|npc| {
+                let cancelled = self.cancel(&npc);
+                (npc, cancelled)
+            })
+            .collect();
+        self.forget(None);
+        self.forget_backend_state(None);
+        cancelled
     }
 
     /// Every NPC with a slot.

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use crate::memory::{NpcId, SpeakerId};
 use crate::plugin::messages::ReplyError;
 use crate::plugin::npc::TurnId;
+use crate::plugin::settings::NpcMemorySettings;
 use crate::save::WaitingLine;
 
 /// The limits a line is held to.
@@ -18,6 +19,25 @@ pub(crate) struct LineRules {
     pub(crate) max_line_chars: usize,
     /// Lines that may wait while the NPC answers.
     pub(crate) max_queued_lines: usize,
+}
+
+impl LineRules {
+    /// The limits the plugin's settings set.
+    pub(crate) fn from_settings(settings: &NpcMemorySettings) -> Self {
+        Self {
+            max_line_chars: settings.max_line_chars,
+            // More waiting lines than a save holds would make every save fail.
+            max_queued_lines: settings
+                .max_queued_lines
+                .min(crate::save::MAX_SAVED_QUEUED_LINES),
+        }
+    }
+}
+
+impl Default for LineRules {
+    fn default() -> Self {
+        Self::from_settings(&NpcMemorySettings::default())
+    }
 }
 
 /// Whether an NPC can answer at all yet.

@@ -219,7 +219,7 @@ pub(crate) fn finish_io(
                 match result {
                     Ok(memory) => {
                         sources.layers.insert(npc.clone(), *memory);
-                        sources.loads.hand_over(Handover::Imported(npc.clone()));
+                        sources.loads.imported(npc.clone());
                         out.loaded.write(MemoryLoaded {
                             path,
                             npcs: vec![npc],

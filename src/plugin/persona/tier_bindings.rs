@@ -4,15 +4,13 @@
 
 use std::collections::HashMap;
 
-use bevy::prelude::*;
-
-use super::npc::{MemoryTier, TierMemory};
 use crate::memory::{MemoryConfig, NpcId};
+use crate::plugin::npc::{MemoryTier, TierMemory};
 
 /// The NPCs whose persona sets memory per tier: their persona's configuration and
 /// the tier it was last applied for, so a tier change costs one comparison and no
 /// asset lookup.
-#[derive(Resource, Default)]
+#[derive(Default)]
 pub(crate) struct TierBindings {
     npcs: HashMap<NpcId, Tiered>,
 }
