@@ -219,8 +219,9 @@ pub struct KnowledgeShared {
 }
 
 /// The player asks an NPC, after the fact, to keep a line to itself ("don't tell
-/// anyone what I just said"): entry `index` of its log, a player line, is never
-/// passed on from now on.
+/// anyone what I just said"): entry `index` of its log, a player line, and the
+/// NPC's replies to it are never passed on from now on. NPCs it was told to
+/// before keep what they heard, but pass it on no further.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 
 use crate::memory::{
     ChatLog, ContextMemory, FactKey, FactSource, LayersMut, LogIndex, MemoryConfig, MemoryParts,
-    NpcId, NpcMemory, Origin, PersonaPrompt, Reconfigured, RollingWindow,
+    NpcId, NpcMemory, Origin, PersonaPrompt, Reconfigured, RollingWindow, Told,
 };
 
 macro_rules! layer_resource {
@@ -168,6 +168,20 @@ pub(crate) struct Layers<'w> {
 impl Layers<'_> {
     pub(crate) fn contains(&self, npc: &NpcId) -> bool {
         self.contexts.0.contains_key(npc)
+    }
+
+    /// Whether `told` passes on words that the NPC it started with has since
+    /// made private (a player line, or a reply to one): those who heard them
+    /// before keep them, but pass them on no further.
+    pub(crate) fn private_at_source(&self, told: &Told) -> bool {
+        let Some(source) = told.hearsay.chain.last() else {
+            return false;
+        };
+        self.logs.get(&source.id).is_some_and(|log| {
+            log.messages()
+                .iter()
+                .any(|m| m.origin == Origin::SaidPrivately && m.content == told.text)
+        })
     }
 
     /// Whether the NPC's window has used half the room between its size and its

@@ -212,6 +212,44 @@ fn a_private_line_is_never_shared_even_when_a_query_matches_it() {
     );
 }
 
+/// A line told before it was made private stays with those who heard it: they
+/// keep it, but pass it on no further, by entry or by query, nor does anyone
+/// they told it to.
+#[test]
+fn a_line_made_private_after_it_was_told_goes_no_further() {
+    let mut h = game();
+    for (id, name) in [("dana", "Dana"), ("marta", "Marta"), ("rusty", "Rusty")] {
+        h.spawn(id, persona(name));
+    }
+    talk(
+        &mut h,
+        TalkToNpc::new("dana", "The spare key is under the boiler."),
+    );
+    assert_eq!(
+        share(&mut h, ShareKnowledge::about_entry("dana", "marta", 0)).len(),
+        1
+    );
+    write(&mut h, MarkPrivate::new("dana", 0));
+
+    assert!(
+        share(&mut h, ShareKnowledge::about_entry("marta", "rusty", 0)).is_empty(),
+        "the entry goes no further"
+    );
+    assert!(
+        share(
+            &mut h,
+            ShareKnowledge::about_query("marta", "rusty", "spare key boiler", 8)
+        )
+        .is_empty(),
+        "nor does a query find it"
+    );
+    assert!(!everything_in_prompt(&h, "rusty").contains("boiler"));
+    assert!(
+        everything_in_prompt(&h, "marta").contains("boiler"),
+        "marta still knows what she heard"
+    );
+}
+
 #[test]
 fn an_npc_cannot_share_what_it_does_not_know() {
     let mut h = game();

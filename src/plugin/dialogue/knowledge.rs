@@ -62,7 +62,8 @@ impl Turns<'_, '_> {
     }
 
     /// `from` tells `to` what it knows `about`. Returns the entries `to` learned
-    /// (none when `from` does not know it, it is private, or `to` knew it already)
+    /// (none when `from` does not know it, it is private, its first teller has
+    /// made it private since, or `to` knew it already)
     /// and, for a fact, what it did to `to`'s pinned facts.
     fn share(
         &mut self,
@@ -81,7 +82,7 @@ impl Turns<'_, '_> {
             id: from.clone(),
             name: teller_layers.context().persona().name.clone(),
         };
-        let told = match about {
+        let mut told: Vec<_> = match about {
             About::Entry(index) => teller_layers.tell(*index, &teller).into_iter().collect(),
             About::Query { text, max } => {
                 let mut told = teller_layers.tell_about(text, *max, &teller);
@@ -109,6 +110,7 @@ impl Turns<'_, '_> {
                 return (Vec::new(), vec![layers.hear_fact(fact, now)]);
             }
         };
+        told.retain(|told| !self.core.layers.private_at_source(told));
         if told.is_empty() {
             return (Vec::new(), Vec::new());
         }
