@@ -142,10 +142,30 @@ pub struct Knower {
     pub origin: Origin,
 }
 
-/// NPCs whose memory changed since the last autosave took them in.
+/// NPCs whose memory changed since the last autosave took them in, and when each
+/// last changed at all.
 #[derive(Resource, Default, Debug)]
 pub(crate) struct MemoryChanges {
     pub(crate) dirty: HashSet<NpcId>,
+    /// Mutable accesses so far, over all NPCs.
+    edits: u64,
+    /// The count of mutable accesses at each NPC's latest.
+    last_edit: HashMap<NpcId, u64>,
+}
+
+impl MemoryChanges {
+    fn edit(&mut self, npc: &NpcId) {
+        self.edits += 1;
+        match self.last_edit.get_mut(npc) {
+            Some(last) => *last = self.edits,
+            None => {
+                self.last_edit.insert(npc.clone(), self.edits);
+            }
+        }
+        if !self.dirty.contains(npc) {
+            self.dirty.insert(npc.clone());
+        }
+    }
 }
 
 /// Every NPC's memory, taken out to be dropped.
@@ -205,14 +225,19 @@ impl Layers<'_> {
         if !self.contains(npc) {
             return None;
         }
-        if !self.changes.dirty.contains(npc) {
-            self.changes.dirty.insert(npc.clone());
-        }
+        self.changes.edit(npc);
         Some(LayersMut {
             log: self.logs.0.get_mut(npc)?,
             window: self.windows.0.get_mut(npc)?,
             context: self.contexts.0.get_mut(npc)?,
         })
+    }
+
+    /// Which version of the NPC's memory is in place: it grows with every mutable
+    /// access, so anything built from the memory at one edition is still what the
+    /// memory would build while the edition is the same.
+    pub(crate) fn edition(&self, npc: &NpcId) -> u64 {
+        self.changes.last_edit.get(npc).copied().unwrap_or(0)
     }
 
     /// Marks the NPC as changed for autosave, for changes outside its layers (the
@@ -261,7 +286,7 @@ impl Layers<'_> {
         self.logs.0.insert(npc.clone(), log);
         self.windows.0.insert(npc.clone(), window);
         self.contexts.0.insert(npc.clone(), context);
-        self.changes.dirty.insert(npc);
+        self.changes.edit(&npc);
     }
 
     /// Retracts, in every NPC's memory, the lore it was told that no longer holds

@@ -257,6 +257,38 @@ fn a_summary_that_waited_covers_everything_uncovered_when_it_is_sent() {
     assert!(layers.summary_job_now(job.id).is_none());
 }
 
+/// The plugin sends a summary as it was built when it became due while nothing
+/// touched the memory since: that must be exactly what `summary_job_now` would
+/// build then, for a fold, with pinned facts asked for, for a retry and for the
+/// next fold a summary leaves due.
+#[test]
+fn a_summary_sent_before_memory_changes_is_the_one_built_when_it_became_due() {
+    let mut layered = MemoryFeatures::layered(2000);
+    layered.budget.short_logs = crate::memory::ShortLogs::Layered;
+    for features in [MemoryFeatures::default(), layered] {
+        let config = MemoryConfig {
+            summary_threshold: Some(2),
+            features,
+            ..MemoryConfig::with_window(4)
+        };
+        let mut memory = NpcMemory::new(persona(), &config);
+        let mut layers = memory.layers();
+        let job = (0..)
+            .find_map(|i| layers.say(format!("line {i}"), i as f64).summary)
+            .expect("a summary becomes due");
+        assert_eq!(layers.summary_job_now(job.id).as_ref(), Some(&job));
+        let SummaryOutcome::Retry(retry) = layers.finish_summary(
+            job.id,
+            Err("the backend failed".into()),
+            std::time::Duration::ZERO,
+        ) else {
+            panic!("a first failure is retried");
+        };
+        assert_eq!(layers.summary_job_now(retry.id).as_ref(), Some(&retry));
+        assert_eq!(retry.attempt, 2);
+    }
+}
+
 #[test]
 fn a_deferred_fold_never_covers_more_than_a_hard_cap_at_once() {
     let config = MemoryConfig {

@@ -7,7 +7,6 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use super::outbox::Outbox;
-use crate::memory::estimate_prompt_tokens;
 use crate::memory::{Degradation, NpcId, PromptMessage, ReplyInput, SummaryJob};
 use crate::plugin::layers::Layers;
 use crate::plugin::messages::{NpcReplyFailed, ReplyError};
@@ -68,14 +67,15 @@ impl TurnCore<'_, '_> {
         self.requests.send_reply(npc, turn, messages, input);
     }
 
-    /// Queues a summary that became due; it is built when the scheduler sends it.
-    /// Once the NPC's window nears its hard cap, its waiting summary goes now and
+    /// Queues a summary that became due. It goes as built unless the NPC's memory
+    /// changed before the scheduler sends it; then it is built again, covering
+    /// what arrived meanwhile. Once the NPC's window nears its hard cap, its waiting summary goes now and
     /// before other summaries: past the cap messages would leave the prompt
     /// unsummarized.
     pub(super) fn send_summary(&mut self, npc: &NpcId, job: Option<SummaryJob>) {
         if let Some(job) = job {
-            let tokens = estimate_prompt_tokens(&job.messages) as u64;
-            self.requests.send_summary(npc, job.id, tokens);
+            let edition = self.layers.edition(npc);
+            self.requests.send_summary(npc, job, edition);
         }
         if self.layers.window_near_cap(npc) {
             self.requests.press(npc);

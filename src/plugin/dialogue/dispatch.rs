@@ -1,8 +1,9 @@
 //! Requests go out. [`queue_outbound`] hands the requests the other stages
 //! started to the scheduler, with the actions each reply offers;
 //! [`dispatch_requests`] sends as many as the concurrency cap, the budget and
-//! rate limits allow, in the scheduler's order. A summary is built only when it
-//! is sent, so one that waited covers every message that arrived meanwhile.
+//! rate limits allow, in the scheduler's order. A summary goes as it was built
+//! when it became due, unless the NPC's memory changed while it waited: then it
+//! is built again, and covers every message that arrived meanwhile.
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
@@ -115,10 +116,14 @@ impl Sending<'_, '_> {
         let request = match kind {
             WorkKind::Reply(request) => request,
             WorkKind::Summary(job) => {
-                let job = self
-                    .layers
-                    .get_mut(&npc)
-                    .and_then(|mut layers| layers.summary_job_now(job));
+                let edition = self.layers.edition(&npc);
+                let job = match self.requests.take_built_summary(&npc, task, edition) {
+                    Some(built) => Some(built),
+                    None => self
+                        .layers
+                        .get_mut(&npc)
+                        .and_then(|mut layers| layers.summary_job_now(job)),
+                };
                 let Some(job) = job else {
                     self.requests.abandon_summary(&npc, task);
                     return;

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use super::{LineRules, NpcRequests, QueuedLine};
 use crate::backends::{BackendError, ChatRequest, ChatResponse, RequestKind};
-use crate::memory::{NpcId, PromptMessage, ReplyInput, SummaryJobId};
+use crate::memory::{
+    NpcId, PromptMessage, ReplyInput, SummaryJob, SummaryJobId, estimate_prompt_tokens,
+};
 use crate::plugin::bridge::{TaskId, Ticket};
 use crate::plugin::npc::TurnId;
 
@@ -107,15 +109,17 @@ impl NpcRequests {
         });
     }
 
-    /// Starts a summary of `tokens` estimated tokens for `job`.
-    pub(crate) fn send_summary(&mut self, npc: &NpcId, job: SummaryJobId, tokens: u64) {
+    /// Starts summary `job`, built from edition `edition` of the NPC's memory.
+    pub(crate) fn send_summary(&mut self, npc: &NpcId, job: SummaryJob, edition: u64) {
         let ticket = self.reserve();
         let task = ticket.id;
-        self.start_summary(npc, ticket, job);
+        let tokens = estimate_prompt_tokens(&job.messages) as u64;
+        let id = job.id;
+        self.start_summary(npc, ticket, (job, edition));
         self.handoff.outbound.push(Outbound::Summary {
             npc: npc.clone(),
             task,
-            job,
+            job: id,
             tokens,
         });
     }

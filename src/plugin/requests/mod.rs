@@ -14,7 +14,7 @@ pub(crate) use sending::Resend;
 
 use super::bridge::{TaskId, Ticket};
 use super::npc::{NpcState, TurnCounter, TurnId};
-use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJobId};
+use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJob, SummaryJobId};
 use crate::save::WaitingLine;
 use policy::LineQueue;
 
@@ -55,6 +55,10 @@ struct SummaryInFlight {
     ticket: Ticket,
     /// The memory core matches the result to the job by this id.
     job: SummaryJobId,
+    /// The request as built when it became due, and the edition of the NPC's
+    /// memory it was built from: sent as it is if the memory is still at that
+    /// edition when the scheduler sends it.
+    built: Option<(SummaryJob, u64)>,
     /// Times it was rate limited and queued again.
     rate_limited: u32,
 }
@@ -282,12 +286,13 @@ impl NpcRequests {
         self.in_flight += 1;
     }
 
-    fn start_summary(&mut self, npc: &NpcId, ticket: Ticket, job: SummaryJobId) {
+    fn start_summary(&mut self, npc: &NpcId, ticket: Ticket, built: (SummaryJob, u64)) {
         let slot = self.slot(npc);
         debug_assert!(slot.summary.is_none(), "one summary in flight per NPC");
         slot.summary = Some(SummaryInFlight {
             ticket,
-            job,
+            job: built.0.id,
+            built: Some(built),
             rate_limited: 0,
         });
         self.in_flight += 1;

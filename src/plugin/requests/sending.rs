@@ -3,7 +3,7 @@
 
 use super::NpcRequests;
 use crate::backends::ChatRequest;
-use crate::memory::{NpcId, SummaryJobId};
+use crate::memory::{NpcId, SummaryJob, SummaryJobId};
 use crate::plugin::bridge::{TaskId, Ticket};
 
 /// A rate-limited request to queue again.
@@ -56,6 +56,23 @@ impl NpcRequests {
             return;
         }
         self.running += 1;
+    }
+
+    /// Summary `task`'s request as built when it became due, if the NPC's memory
+    /// is still at the edition it was built from (`edition` now): then it is what
+    /// the memory would build now. Taken either way: a summary is built once.
+    pub(crate) fn take_built_summary(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        edition: u64,
+    ) -> Option<SummaryJob> {
+        let summary = self.npcs.get_mut(npc)?.summary.as_mut()?;
+        if summary.ticket.id != task {
+            return None;
+        }
+        let (job, built_at) = summary.built.take()?;
+        (built_at == edition && job.id == summary.job).then_some(job)
     }
 
     /// A queued summary whose job is gone from memory: nothing will be sent.
