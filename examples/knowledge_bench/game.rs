@@ -17,9 +17,7 @@ use bevy_npc_memory::lore::UpdateLore;
 use bevy_npc_memory::memory::LoreEntry;
 use bevy_npc_memory::memory::LoreScope;
 use bevy_npc_memory::memory::PromptLanguage;
-use bevy_npc_memory::memory::{
-    Line, LogIndex, MemoryParts, Origin, PromptMessage, SharedKnowledge,
-};
+use bevy_npc_memory::memory::{Line, LogIndex, NpcMemory, Origin, PromptMessage, SharedKnowledge};
 use bevy_npc_memory::prelude::*;
 
 use crate::data::{Item, ItemKind, LoreSpec, NpcSpec, Question, Scenario, ScopeSpec};
@@ -389,9 +387,14 @@ impl Game {
             .resource::<NpcLore>()
             .query(&id, question, &recent, limits);
         let now = world.resource::<NpcMemoryClock>().now();
-        let mut copy = MemoryParts::of(log, window, context)
-            .into_memory()
-            .map_err(|e| format!("{npc}'s memory does not copy: {e}"))?;
+        // A clone, not a save's round trip: the copy keeps the prompt the NPC
+        // sent last, so a question in a conversation extends it as the real line
+        // would (follow-ups).
+        let mut copy = NpcMemory {
+            log: log.clone(),
+            window: window.clone(),
+            context: context.clone(),
+        };
         let turn = copy.layers().say(
             Line::new(question).knowing(SharedKnowledge::lore(lore)),
             now,
