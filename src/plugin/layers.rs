@@ -290,14 +290,18 @@ impl Layers<'_> {
     }
 
     /// Retracts, in every NPC's memory, the lore it was told that no longer holds
-    /// ([`LayersMut::retract_lore`]). Only NPCs that were told lore are touched,
-    /// so autosave rewrites no one else.
+    /// ([`LayersMut::retract_lore`]), and has NPCs whose last prompt carried such
+    /// lore build the next one afresh. Only NPCs that were told or sent lore are
+    /// touched, so autosave rewrites no one else.
     pub(crate) fn retract_lore(&mut self, current: impl Fn(&str) -> Option<std::sync::Arc<str>>) {
+        let contexts = &self.contexts.0;
         let told: Vec<NpcId> = self
             .logs
             .0
             .iter()
-            .filter(|(_, log)| log.messages().iter().any(is_told_lore))
+            .filter(|(npc, log)| {
+                log.messages().iter().any(is_told_lore) || sent_lore(contexts.get(*npc))
+            })
             .map(|(npc, _)| npc.clone())
             .collect();
         for npc in told {
@@ -351,6 +355,13 @@ impl Layers<'_> {
 /// Whether `log` holds lore its NPC was told that is not retracted yet.
 pub(crate) fn holds_told_lore(log: &ChatLog) -> bool {
     log.messages().iter().any(is_told_lore)
+}
+
+/// Whether the NPC's last prompt carried lore found for its line.
+fn sent_lore(context: Option<&ContextMemory>) -> bool {
+    context
+        .and_then(ContextMemory::last_prompt)
+        .is_some_and(|prompt| !prompt.lore.is_empty())
 }
 
 fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {

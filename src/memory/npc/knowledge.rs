@@ -197,7 +197,19 @@ impl LayersMut<'_> {
     /// `current(id)` is the entry's text now, `None` when it is gone. A retracted
     /// entry stays in the log (which is append-only) but no prompt, recall hit or
     /// telling shows its text again. Returns how many entries were retracted.
+    ///
+    /// Lore found for earlier lines that no longer holds is in the last prompt
+    /// too: then the next prompt is built afresh, not extended from it.
     pub fn retract_lore(&mut self, current: impl Fn(&str) -> Option<Arc<str>>) -> usize {
+        let found_stale = self.context.last_prompt().is_some_and(|prompt| {
+            prompt
+                .lore
+                .iter()
+                .any(|hit| current(&hit.id).is_none_or(|text| text != hit.text))
+        });
+        if found_stale {
+            self.context.conversation = Default::default();
+        }
         let stale: Vec<(LogIndex, Origin)> = self
             .log
             .messages()
