@@ -329,6 +329,8 @@ impl Layers<'_> {
     /// drops it (off the main thread: a long log takes a while to free).
     pub(crate) fn take_all(&mut self) -> ReplacedMemory {
         self.changes.dirty.clear();
+        // Editions only grow: a memory put in place later starts above any kept.
+        self.changes.last_edit.clear();
         ReplacedMemory {
             _logs: std::mem::take(&mut self.logs.0),
             _windows: std::mem::take(&mut self.windows.0),

@@ -11,9 +11,10 @@ use bevy::prelude::*;
 use bevy::ecs::system::SystemParam;
 
 use super::core::TurnCore;
+use super::outbox::Outbox;
 use crate::memory::NpcId;
 use crate::plugin::lore::NpcLore;
-use crate::plugin::messages::ReplyError;
+use crate::plugin::messages::{NpcReplyFailed, ReplyError};
 use crate::plugin::persona::PersonaBindings;
 use crate::plugin::rebuild::{BuiltRecall, Handover, NpcMemoryLoads};
 use crate::plugin::requests::Readiness;
@@ -46,7 +47,7 @@ pub(crate) fn settle_io(mut settle: Settle) {
 /// are handed back in the last frame.
 pub(crate) fn hand_back_on_exit(
     mut exits: MessageReader<AppExit>,
-    mut core: TurnCore,
+    mut out: Outbox,
     mut loads: ResMut<NpcMemoryLoads>,
 ) {
     if exits.read().next().is_none() {
@@ -57,7 +58,12 @@ pub(crate) fn hand_back_on_exit(
     // the text in `unrecorded_line`) rather than dropped with the app.
     for (npc, line) in loads.take_all_held() {
         tracing::warn!("{npc}: a line held for a load was not answered: the app closed");
-        core.reject(&npc, ReplyError::Cancelled, None, line.text);
+        out.failed(NpcReplyFailed {
+            npc,
+            turn: None,
+            error: ReplyError::Cancelled,
+            unrecorded_line: Some(line.text),
+        });
     }
 }
 
