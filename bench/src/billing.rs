@@ -74,12 +74,13 @@ impl Bill {
     }
 
     /// Adds one request of `prompt` tokens in `hour` whose first `prefix` tokens
-    /// are cacheable; `warm` says whether the prefix was used within the short TTL.
-    pub fn add(&mut self, hour: usize, prompt: usize, prefix: usize, warm: bool) {
+    /// are cacheable with a session-long cache, and the first `short_prefix` with
+    /// one that forgets a prefix unused for the short TTL.
+    pub fn add(&mut self, hour: usize, prompt: usize, (prefix, short_prefix): (usize, usize)) {
         for (slot, provider) in Provider::ALL.into_iter().enumerate() {
             let cached = provider.cached(prompt, prefix);
             self.session[slot][hour] += miss_equivalent(prompt, cached, self.hit_price);
-            let cached = if warm { cached } else { 0 };
+            let cached = provider.cached(prompt, short_prefix);
             self.short_ttl[slot][hour] += miss_equivalent(prompt, cached, self.hit_price);
         }
     }
@@ -132,7 +133,7 @@ mod tests {
         assert_eq!(miss_equivalent(1000, 900, 0.1), 190.0);
         assert_eq!(miss_equivalent(1000, 0, 0.1), 1000.0);
         let mut bill = Bill::new(2, 0.1);
-        bill.add(1, 2048, 2048, false);
+        bill.add(1, 2048, (2048, 0));
         assert!((bill.session(Provider::OpenAi, 1) - 204.8).abs() < 1e-9);
         assert_eq!(bill.session(Provider::OpenAi, 0), 0.0);
         let report = bill.report();

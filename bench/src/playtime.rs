@@ -15,8 +15,10 @@
 //! **Prompt cache.** Providers such as DeepSeek and OpenAI bill the part of a
 //! prompt that repeats the start of an earlier request at a lower price. For each
 //! request, the share of its serialized messages (the JSON `messages` array the
-//! HTTP backend sends) that is byte-identical to the start of the previous request
-//! *of the same NPC and the same purpose* (reply or summary) is its cacheable share.
+//! HTTP backend sends) that is byte-identical to the start of an earlier request
+//! is its cacheable share: the longest such start among the same NPC's last reply,
+//! last fold and last compaction (a provider keeps every recent prefix, so a fold
+//! reuses the last fold's instruction even with a compaction sent in between).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -278,6 +280,9 @@ struct Tally {
     uncached_short_ttl_per_hour: Vec<f64>,
     /// Miss-equivalent tokens as each provider bills them.
     bill: Bill,
+    /// The same for reply prompts alone: what the strategy would cost if its
+    /// summary requests were free.
+    reply_bill: Bill,
     kinds: BTreeMap<&'static str, KindTally>,
     per_npc_prompt: Vec<u64>,
     reply_shares: Vec<f64>,
@@ -285,14 +290,16 @@ struct Tally {
     reply_tokens: (f64, f64),
     summary_shares: Vec<f64>,
     max_reply_prompt: usize,
-    /// Per NPC, the previous reply and summary request, serialized, and when it was sent.
-    previous: Vec<[(String, f64); 2]>,
+    /// Per NPC, the previous request of each kind (reply, fold, compaction),
+    /// serialized, and when it was sent.
+    previous: Vec<[(String, f64); 3]>,
 }
 
 impl Tally {
     fn new(npcs: usize, hours: usize, hit_price: f64) -> Self {
         Self {
             bill: Bill::new(hours, hit_price),
+            reply_bill: Bill::new(hours, hit_price),
             prompt_per_hour: vec![0; hours],
             completion_per_hour: vec![0; hours],
             requests_per_hour: vec![0; hours],
@@ -320,10 +327,23 @@ impl Tally {
         let prompt = estimate_prompt_tokens(messages);
         let completion = estimate_tokens(completion);
         let serialized = serde_json::to_string(messages).expect("messages serialize");
-        let slot = usize::from(kind != "reply");
-        let (previous, then) = std::mem::replace(&mut self.previous[npc][slot], (serialized, now));
-        let share = cached_share(&previous, &self.previous[npc][slot].0);
-        let warm = now - then <= SHORT_CACHE_TTL;
+        let slot = match kind {
+            "reply" => 0,
+            "compaction" => 2,
+            _ => 1,
+        };
+        // A provider reuses any prefix it still holds: the longest start shared with
+        // the NPC's last request of any kind, and for the short TTL of one sent
+        // within it.
+        let (mut share, mut short_share) = (0.0f64, 0.0f64);
+        for (previous, then) in &self.previous[npc] {
+            let common = cached_share(previous, &serialized);
+            share = share.max(common);
+            if now - then <= SHORT_CACHE_TTL {
+                short_share = short_share.max(common);
+            }
+        }
+        self.previous[npc][slot] = (serialized, now);
         if kind == "reply" {
             self.reply_shares.push(share);
             self.reply_tokens.0 += prompt as f64;
@@ -337,10 +357,13 @@ impl Tally {
         self.completion_per_hour[hour] += completion as u64;
         self.requests_per_hour[hour] += 1;
         self.uncached_per_hour[hour] += prompt as f64 * (1.0 - share);
-        let short_share = if warm { share } else { 0.0 };
         self.uncached_short_ttl_per_hour[hour] += prompt as f64 * (1.0 - short_share);
         let prefix = (prompt as f64 * share).floor() as usize;
-        self.bill.add(hour, prompt, prefix, warm);
+        let short_prefix = (prompt as f64 * short_share).floor() as usize;
+        self.bill.add(hour, prompt, (prefix, short_prefix));
+        if kind == "reply" {
+            self.reply_bill.add(hour, prompt, (prefix, short_prefix));
+        }
         self.per_npc_prompt[npc] += prompt as u64;
         let entry = self.kinds.entry(kind).or_default();
         entry.requests += 1;
@@ -470,6 +493,7 @@ fn report(tally: &Tally, npcs: usize) -> Value {
         "uncached_tokens_per_hour": tally.uncached_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
         "uncached_tokens_per_hour_5min": tally.uncached_short_ttl_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
         "miss_equivalent_tokens_per_hour": tally.bill.report(),
+        "miss_equivalent_reply_tokens_per_hour": tally.reply_bill.report(),
         "tokens_per_hour_per_npc": tally.prompt_per_hour.iter().map(|&t| t as f64 / npcs.max(1) as f64).collect::<Vec<_>>(),
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -714,7 +714,7 @@ mod follow_up;
 mod layout;
 mod lore;
 
-pub(crate) use follow_up::{Conversation, Next};
+pub(crate) use follow_up::{Afresh, Conversation, Next};
 #[cfg(test)]
 mod tests;
 

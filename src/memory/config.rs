@@ -195,7 +195,9 @@ pub enum ShortLogs {
 /// prompt is built afresh, within [`PromptBudget::max_tokens`], for an NPC's first
 /// line and the first after a load or a clear, when the persona, the settings or a
 /// logged entry changed, and when appending would pass the budget plus its growth.
-/// Pinned facts that changed are appended under a heading that says they replace
+/// A prompt rebuilt because the conversation outgrew it is built within
+/// [`refill`](Self::refill) of the budget, so it can grow again for a while before
+/// the next rebuild, which a cache cannot serve. Pinned facts that changed are appended under a heading that says they replace
 /// the ones above. Summaries that arrive meanwhile wait for the next fresh prompt:
 /// the lines they cover are still in the prompt word for word.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
@@ -214,6 +216,12 @@ pub struct FollowUps {
     /// a new conversation: it recalls with the whole recall share, as a fresh
     /// prompt would, appended when that fits and afresh when it does not.
     pub pause_secs: f64,
+    /// The share of `max_tokens` a prompt rebuilt mid-conversation is built
+    /// within, after appending would have passed the cap (0.6: 1,200 of 2,000
+    /// tokens). A rebuild is a cache miss of the whole prompt; a smaller one grows
+    /// for longer before the next. The first line of a conversation, and a line
+    /// after a pause, are built within the whole budget.
+    pub refill: f32,
 }
 
 impl Default for FollowUps {
@@ -222,6 +230,7 @@ impl Default for FollowUps {
             growth: 0.5,
             recall: 0.1,
             pause_secs: 300.0,
+            refill: 0.6,
         }
     }
 }

@@ -25,6 +25,10 @@ use super::text::shorten_to_chars;
 /// stored or loaded.
 pub const MAX_STORED_REASON_CHARS: usize = 500;
 
+/// Over this many times their limit, segments are compacted without waiting for
+/// a whole batch ([`SegmentConfig::compact_batch`](super::SegmentConfig)).
+pub(crate) const COMPACT_ANYWAY: usize = 4;
+
 /// Requests per summary before it degrades: the first try and one retry.
 pub const SUMMARY_ATTEMPTS: u32 = 2;
 
@@ -338,21 +342,27 @@ impl ContextMemory {
         })
     }
 
-    /// Whether old segments should be compacted before more are added.
+    /// Whether old segments should be compacted before more are added. Over the
+    /// limit, a compaction waits for a whole batch of segments older than the
+    /// newest, unless they reach [`COMPACT_ANYWAY`] times the limit: merging two
+    /// as soon as the limit is passed ran about one compaction per fold, each a
+    /// request and each a lossy pass over what it merges.
     pub(crate) fn compaction_due(&self) -> bool {
         let segments = &self.features.segments;
-        if !segments.enabled
-            || self
-                .segments
-                .compaction_candidates(segments.compact_batch)
-                .is_none()
-        {
+        let batch = segments.compact_batch.max(2);
+        let Some(candidates) = self.segments.compaction_candidates(batch) else {
+            return false;
+        };
+        if !segments.enabled {
             return false;
         }
+        let tokens = self.segments.tokens();
         self.forgetting_compaction
-            || self
-                .segment_limit()
-                .is_some_and(|limit| self.segments.tokens() > limit)
+            || self.segment_limit().is_some_and(|limit| {
+                let whole_batch =
+                    candidates.len() >= batch && candidates.end < self.segments.list().len();
+                tokens > limit && (whole_batch || tokens > limit.saturating_mul(COMPACT_ANYWAY))
+            })
     }
 
     /// Checks a model's summary and returns it cleaned, or why it is unusable.

@@ -67,7 +67,10 @@ pub struct SegmentConfig {
     /// Compact when the segments' estimated tokens exceed this. `None` uses the
     /// summaries' share of the prompt budget, and never compacts without a budget.
     pub compact_above_tokens: Option<usize>,
-    /// How many of the oldest segments one compaction merges. At least 2.
+    /// How many of the oldest segments one compaction merges. At least 2. Over
+    /// the limit a compaction waits until this many segments of the lowest level
+    /// are older than the newest one, unless the segments reach four times the
+    /// limit.
     pub compact_batch: usize,
 }
 

@@ -246,6 +246,11 @@ impl MemoryConfig {
             follow_ups.recall,
             0.0..=1.0,
         )?;
+        weight(
+            "config.features.budget.follow_ups.refill",
+            follow_ups.refill,
+            0.0..=1.0,
+        )?;
         let pause = follow_ups.pause_secs;
         if !(pause.is_finite() && pause >= 0.0) {
             return Err(invalid(

@@ -5,13 +5,13 @@
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- \
 //!     --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--data PATH] \
-//!     [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS] [--json]
+//!     [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--json]
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- --sweep [--json]
 //! ```
 //!
 //! `--hit-price` is what a cached prompt token costs as a share of one not cached
 //! (default 0.1). `--follow-ups` sets the layered strategies' `FollowUps` (default
-//! `0.5,0.1,300`; growth 0 builds every prompt afresh). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
+//! `0.5,0.1,300,0.7`; growth 0 builds every prompt afresh, refill 1 rebuilds within the whole budget). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
 //! if more) and prints, at hours 1, 5 and 10, full history against layered@2000 in
 //! prompt tokens and in miss-equivalent tokens as each provider bills them.
 //!
@@ -24,7 +24,7 @@ use bevy_npc_memory_bench::cli::{Flags, parse_number};
 use bevy_npc_memory_bench::playtime::{Settings, Strategy, run};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS] [--sweep] [--json]";
+const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--sweep] [--json]";
 
 /// The NPC counts and hours `--sweep` reports.
 const SWEEP_NPCS: [usize; 4] = [1, 5, 50, 100];
@@ -175,20 +175,22 @@ fn sweep(args: &Args) -> Result<Vec<Value>, String> {
 
 fn print_sweep(reports: &[Value]) {
     println!(
-        "| NPCs | hour | full tokens/hour | layered@2000 | ratio | miss-equivalent, full / layered@2000 (ideal, openai, deepseek; cache kept) | same, 5-min TTL (deepseek) | layered@2000 cacheable share of reply prompts, mean / of their tokens (whole run) |"
+        "| NPCs | hour | full tokens/hour | layered@2000 | ratio | miss-equivalent, full / layered@2000 (ideal, openai, deepseek; cache kept) | same, 5-min TTL (deepseek) | same, layered's reply prompts alone (ideal) | layered@2000 cacheable share of reply prompts, mean / of their tokens (whole run) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for report in reports {
         let npcs = &report["settings"]["npcs"];
         let full = &report["strategies"]["full"];
         let layered = &report["strategies"]["layered@2000"];
         for hour in SWEEP_HOURS {
             let at = |t: &Value, field: &str| t[field][hour - 1].as_f64().unwrap_or(0.0);
-            let billed = |t: &Value, ttl: &str, provider: &str| {
-                t["miss_equivalent_tokens_per_hour"][ttl][provider][hour - 1]
-                    .as_f64()
-                    .unwrap_or(0.0)
+            let billed_in = |field: &str, t: &Value, ttl: &str, provider: &str| {
+                t[field][ttl][provider][hour - 1].as_f64().unwrap_or(0.0)
             };
+            let billed = |t: &Value, ttl: &str, provider: &str| {
+                billed_in("miss_equivalent_tokens_per_hour", t, ttl, provider)
+            };
+            let replies = "miss_equivalent_reply_tokens_per_hour";
             let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
             let providers: Vec<String> = ["ideal", "openai", "deepseek"]
                 .iter()
@@ -200,7 +202,7 @@ fn print_sweep(reports: &[Value]) {
                 })
                 .collect();
             println!(
-                "| {npcs} | {hour} | {} | {} | {:.2} | {} | {:.2} | {:.3} / {:.3} |",
+                "| {npcs} | {hour} | {} | {} | {:.2} | {} | {:.2} | {:.2} | {:.3} / {:.3} |",
                 number(&json!(at(full, "tokens_per_hour"))),
                 number(&json!(at(layered, "tokens_per_hour"))),
                 ratio(at(full, "tokens_per_hour"), at(layered, "tokens_per_hour")),
@@ -208,6 +210,10 @@ fn print_sweep(reports: &[Value]) {
                 ratio(
                     billed(full, "ttl_5min", "deepseek"),
                     billed(layered, "ttl_5min", "deepseek")
+                ),
+                ratio(
+                    billed(full, "session", "ideal"),
+                    billed_in(replies, layered, "session", "ideal")
                 ),
                 layered["cache_prefix_share"]["replies"]
                     .as_f64()
@@ -253,7 +259,8 @@ fn main() -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
 }
 
-/// `GROWTH,RECALL,PAUSE_SECS` as [`FollowUps`], each a finite number from 0.
+/// `GROWTH,RECALL,PAUSE_SECS[,REFILL]` as [`FollowUps`], each a finite number from 0
+/// (a refill at most 1; the default refill when left out).
 fn parse_follow_ups(text: &str) -> Option<FollowUps> {
     let numbers: Vec<f64> = text
         .split(',')
@@ -264,12 +271,15 @@ fn parse_follow_ups(text: &str) -> Option<FollowUps> {
                 .filter(|n| n.is_finite() && *n >= 0.0)
         })
         .collect::<Option<_>>()?;
-    let [growth, recall, pause_secs] = numbers[..] else {
-        return None;
+    let (growth, recall, pause_secs, refill) = match numbers[..] {
+        [growth, recall, pause] => (growth, recall, pause, FollowUps::default().refill.into()),
+        [growth, recall, pause, refill] if refill <= 1.0 => (growth, recall, pause, refill),
+        _ => return None,
     };
     Some(FollowUps {
         growth: growth as f32,
         recall: recall as f32,
         pause_secs,
+        refill: refill as f32,
     })
 }

@@ -43,6 +43,18 @@ pub(crate) struct Thread {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Conversation(Option<Arc<Thread>>);
 
+/// Why the next prompt is built afresh instead of extending the last one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Afresh {
+    /// A conversation starts: the NPC's first line, the first after a load, a
+    /// clear or a pause that does not fit, or the inputs changed. Built within the
+    /// whole budget.
+    Start,
+    /// The conversation went on past the cap: built within
+    /// [`FollowUps::refill`](crate::memory::FollowUps::refill) of the budget.
+    Outgrown,
+}
+
 /// A cache is not memory: two contexts that remember the same are equal whatever
 /// prompt each sent last.
 impl PartialEq for Conversation {
@@ -66,13 +78,14 @@ pub(crate) struct Next<'a> {
 }
 
 impl Conversation {
-    /// The last prompt extended by what came since, or `None` when the next
-    /// prompt must be built afresh (see [`FollowUps`]).
-    pub(crate) fn extend(&self, next: &Next<'_>) -> Option<AssembledPrompt> {
-        let thread = self.0.as_deref()?;
+    /// The last prompt extended by what came since, or why the next prompt must
+    /// be built afresh (see [`FollowUps`]).
+    pub(crate) fn extend(&self, next: &Next<'_>) -> Result<AssembledPrompt, Afresh> {
+        let thread = self.0.as_deref().ok_or(Afresh::Start)?;
         let budget = &next.features.budget;
-        let cap = budget.follow_up_cap()?;
-        let max = budget.max_tokens?;
+        let (Some(cap), Some(max)) = (budget.follow_up_cap(), budget.max_tokens) else {
+            return Err(Afresh::Start);
+        };
         let same_inputs = thread.persona == *next.persona
             && thread.labels.as_deref() == next.labels
             && thread.dates.same_as(next.dates)
@@ -82,18 +95,30 @@ impl Conversation {
         let facts_update = match (&thread.facts, &next.facts) {
             (old, new) if old == new => None,
             (_, Some(new)) if !new.is_empty() => Some(new.as_str()),
-            _ => return None,
+            _ => return Err(Afresh::Start),
         };
         if !same_inputs || next.log.next_index() <= thread.end {
-            return None;
+            return Err(Afresh::Start);
         }
         let new = next.log.range(thread.end..next.log.next_index());
-        let (newest, between) = new.split_last()?;
-        if newest.role != Role::User {
-            return None;
-        }
-        let previous = between.last().or_else(|| next.log.get(thread.end - 1))?;
-        let paused = newest.timestamp - previous.timestamp > budget.follow_ups.pause_secs;
+        let Some((newest, between)) = new.split_last() else {
+            return Err(Afresh::Start);
+        };
+        let previous = between.last().or_else(|| next.log.get(thread.end - 1));
+        let Some(previous) = previous.filter(|_| newest.role == Role::User) else {
+            return Err(Afresh::Start);
+        };
+        // A prompt that still holds every message of the log has nothing to
+        // recall: after a pause it goes on as within a conversation.
+        let paused = newest.timestamp - previous.timestamp > budget.follow_ups.pause_secs
+            && !thread.holds_whole_log();
+        // Past the cap a conversation that went on is rebuilt smaller, one that
+        // starts again after a pause is rebuilt whole.
+        let outgrown = if paused {
+            Afresh::Start
+        } else {
+            Afresh::Outgrown
+        };
 
         let mut messages = thread.prompt.messages.clone();
         messages.extend(
@@ -115,7 +140,7 @@ impl Conversation {
         let facts_text = facts_update.map(|facts| format!("{}\n{facts}", headings.facts_update));
         // What is found goes in one more message, which costs its overhead too.
         tokens += facts_text.as_deref().map_or(0, estimate_tokens) + MESSAGE_OVERHEAD_TOKENS + 1;
-        let room = cap.checked_sub(tokens)?;
+        let room = cap.checked_sub(tokens).ok_or(outgrown)?;
 
         // After a pause the line is the first of a new conversation: it recalls as
         // much as a fresh prompt would, or gets one when that does not fit.
@@ -125,7 +150,7 @@ impl Conversation {
             budget.follow_ups.recall
         };
         if paused && (room as f64) < max as f64 * f64::from(budget.shares.recall) / 2.0 {
-            return None;
+            return Err(Afresh::Start);
         }
         let found = Found::pick(thread, next, max, recall_share, room);
         let block: Vec<&str> = facts_text
@@ -141,7 +166,7 @@ impl Conversation {
         // Estimates of parts need not add up to the estimate of the whole; the cap
         // holds for the whole.
         if tokens > cap {
-            return None;
+            return Err(outgrown);
         }
 
         let mut prompt = (*thread.prompt).clone();
@@ -175,7 +200,7 @@ impl Conversation {
         prompt.tokens = tokens;
         prompt.budget = Some(cap);
         prompt.follow_up = true;
-        Some(prompt)
+        Ok(prompt)
     }
 
     /// Remembers `prompt`, built from `next`, as the one the next line extends.
@@ -193,6 +218,16 @@ impl Conversation {
             features: next.features.clone(),
             end: next.log.next_index(),
         }));
+    }
+}
+
+impl Thread {
+    /// Whether the prompt holds every message of the log up to its newest line:
+    /// its window has every index below `end`.
+    fn holds_whole_log(&self) -> bool {
+        self.prompt.sections.iter().any(|section| {
+            section.kind == SectionKind::Window && section.included.len() == self.end as usize
+        })
     }
 }
 

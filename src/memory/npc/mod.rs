@@ -21,7 +21,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::assembly::{
-    AssembledPrompt, AssemblyInput, Next, SummarySource, assemble, basic_prompt,
+    Afresh, AssembledPrompt, AssemblyInput, Next, SummarySource, assemble, basic_prompt,
     player_label_if_mixed,
 };
 use super::clock::{DateFormat, Now, stamp};
@@ -291,14 +291,14 @@ impl LayersMut<'_> {
             lore: &knowledge.lore,
         };
         let (prompt, fresh) = match context.conversation.extend(&next) {
-            Some(prompt) => (Arc::new(prompt), false),
-            None => {
+            Ok(prompt) => (Arc::new(prompt), false),
+            Err(afresh) => {
                 let prompt = build_prompt(
                     self.log,
                     self.window,
                     context,
-                    recalled.clone(),
-                    &knowledge.lore,
+                    (recalled.clone(), &knowledge.lore),
+                    afresh,
                 );
                 (Arc::new(prompt), true)
             }
@@ -579,7 +579,7 @@ pub fn preview_prompt(
     window: &RollingWindow,
     context: &ContextMemory,
 ) -> AssembledPrompt {
-    build_prompt(log, window, context, Vec::new(), &[])
+    build_prompt(log, window, context, (Vec::new(), &[]), Afresh::Start)
 }
 
 /// The one place a fresh reply prompt is built from the layers. While the whole
@@ -589,10 +589,15 @@ fn build_prompt(
     log: &ChatLog,
     window: &RollingWindow,
     context: &ContextMemory,
-    recalled: Vec<super::recall::RecallHit>,
-    lore: &[LoreHit],
+    (recalled, lore): (Vec<super::recall::RecallHit>, &[LoreHit]),
+    afresh: Afresh,
 ) -> AssembledPrompt {
     let facts = context.facts_section(log.speakers());
+    let mut budget = context.features.budget.clone();
+    if afresh == Afresh::Outgrown {
+        let refill = f64::from(budget.follow_ups.refill.clamp(0.0, 1.0));
+        budget.max_tokens = budget.max_tokens.map(|max| (max as f64 * refill) as usize);
+    }
     let input = |facts, summaries, recalled, start, covered_until| AssemblyInput {
         persona: &context.persona,
         lore,
@@ -602,7 +607,7 @@ fn build_prompt(
         log,
         window: start..log.next_index(),
         covered_until,
-        budget: &context.features.budget,
+        budget: &budget,
         dates: &context.dates,
         compact_recall: context.features.recall.compact_lines,
         // Layered memory lays its prompt out for caches; lore alone keeps basic

@@ -5,8 +5,8 @@ use super::*;
 use crate::backends::OfflineBackend;
 use crate::memory::{
     DateFormat, FactKey, ForgettingPolicy, LogIndex, MemoryConfig, MemoryFeatures, MemoryParts,
-    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryJob, SummaryOutcome, SummaryStyle,
-    SummaryTrigger,
+    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryJob, SummaryKind, SummaryOutcome,
+    SummaryStyle, SummaryTrigger,
 };
 
 fn persona() -> PersonaPrompt {
@@ -35,13 +35,19 @@ fn play(config: &MemoryConfig, turns: usize) -> NpcMemory {
     memory
 }
 
-#[test]
-fn segments_stay_separate_until_the_budget_demands_compaction() {
+/// A window of 8 that folds every 4 messages into a segment of its own.
+fn segmented() -> MemoryConfig {
     let mut config = MemoryConfig {
         summary_threshold: Some(4),
         ..MemoryConfig::with_window(8)
     };
     config.features.segments.enabled = true;
+    config
+}
+
+#[test]
+fn segments_stay_separate_until_the_budget_demands_compaction() {
+    let mut config = segmented();
     let unbounded = play(&config, 40);
     let segments = unbounded.context.segments().list();
     assert_eq!(segments.len(), 20, "one segment per fold, none merged");
@@ -73,6 +79,44 @@ fn segments_stay_separate_until_the_budget_demands_compaction() {
         history
             .iter()
             .any(|r| r.trigger == SummaryTrigger::Compaction)
+    );
+}
+
+/// Over the limit, a compaction waits for a whole batch of segments older than the
+/// newest: merging two as soon as the limit is passed ran about one compaction per
+/// fold, a request each.
+#[test]
+fn a_compaction_waits_for_a_whole_batch_of_older_segments() {
+    let mut config = segmented();
+    config.features.segments.compact_above_tokens = Some(120);
+    let batch = config.features.segments.compact_batch;
+    let mut memory = NpcMemory::new(persona(), &config);
+    let backend = OfflineBackend::default();
+    let (mut folds, mut compactions, mut whole_batches) = (0, 0, 0);
+    for turn in 0..80 {
+        let mut layers = memory.layers();
+        let t = f64::from(turn) * 10.0;
+        layers.record(
+            Role::User,
+            format!("Report {turn}: valve {} is stuck open.", turn % 13),
+            t,
+        );
+        layers.record(Role::Assistant, format!("Logged report {turn}."), t + 1.0);
+        layers.summarize_due(|job| {
+            if let SummaryKind::Compact { segments } = &job.kind {
+                compactions += 1;
+                whole_batches += usize::from(segments.len() >= batch);
+            } else {
+                folds += 1;
+            }
+            Ok(backend.summarize(&job.input))
+        });
+    }
+    assert!(compactions >= 2, "{compactions} compactions");
+    assert!(whole_batches >= 2, "{whole_batches} whole batches");
+    assert!(
+        compactions * 2 <= folds,
+        "{compactions} compactions for {folds} folds"
     );
 }
 
@@ -477,6 +521,109 @@ fn within_a_conversation_each_layered_prompt_extends_the_whole_last_one() {
         recalled_now > most_recalled,
         "{recalled_now} lines after a pause, at most {most_recalled} for a follow-up"
     );
+}
+
+/// Plays `turns` lines 30 s apart and returns every prompt built afresh after the
+/// first, with whether the line before it came within `pause_secs` (so the
+/// conversation went on and outgrew its cap).
+fn rebuilt_prompts(config: &MemoryConfig, turns: u32) -> Vec<AssembledPrompt> {
+    let mut memory = NpcMemory::new(persona(), config);
+    let mut rebuilt = Vec::new();
+    for turn in 0..turns {
+        let mut layers = memory.layers();
+        let t = f64::from(turn) * 30.0;
+        let line = format!(
+            "Report {turn}: valve {} in bay {} is stuck.",
+            turn % 5,
+            turn % 7
+        );
+        let said = layers.say(line.as_str(), t);
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        if turn > 0 && !prompt.follow_up {
+            rebuilt.push(prompt);
+        }
+        summarize_all(&mut layers, said.summary);
+        let replied = layers.reply(format!("Logged report {turn}, bay {}.", turn % 7), t + 1.0);
+        summarize_all(&mut layers, replied.summary);
+    }
+    rebuilt
+}
+
+/// A conversation that outgrows its cap is rebuilt within `refill` of the budget,
+/// so it can grow for longer before the next rebuild (which no cache serves);
+/// with `refill` 1 the rebuilds fill the whole budget, as a new conversation does.
+#[test]
+fn a_conversation_that_outgrows_its_cap_is_rebuilt_within_the_refill() {
+    let mut config = MemoryConfig::with_window(20);
+    config.features = MemoryFeatures::layered(600);
+    assert_eq!(config.features.budget.follow_ups.refill, 0.6);
+    let smaller = rebuilt_prompts(&config, 80);
+    assert!(smaller.len() >= 3, "{} rebuilds", smaller.len());
+    for prompt in &smaller {
+        assert_eq!(prompt.budget, Some(360));
+        assert!(prompt.tokens <= 360, "{} tokens", prompt.tokens);
+    }
+
+    config.features.budget.follow_ups.refill = 1.0;
+    let whole = rebuilt_prompts(&config, 80);
+    assert!(whole.iter().all(|p| p.budget == Some(600)));
+    assert!(
+        whole.iter().any(|p| p.tokens > 360),
+        "whole rebuilds fill more than the refill: {:?}",
+        whole.iter().map(|p| p.tokens).collect::<Vec<_>>()
+    );
+    assert!(
+        whole.len() > smaller.len(),
+        "smaller rebuilds come less often: {} against {}",
+        smaller.len(),
+        whole.len()
+    );
+}
+
+/// A pause starts a new conversation, which recalls with the whole recall share,
+/// but a prompt that still holds every message of the log has nothing to recall:
+/// it goes on extending instead of being built afresh near its cap.
+#[test]
+fn after_a_pause_a_prompt_that_holds_the_whole_log_is_still_extended() {
+    let mut config = MemoryConfig::with_window(4);
+    config.hard_cap = Some(200);
+    config.features = MemoryFeatures::layered(400);
+    let cap = config.features.budget.follow_up_cap().unwrap();
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layers = memory.layers();
+    let mut t = 0.0;
+    // Past the budget but short of the cap, with too little room left for a whole
+    // recall share: before, a pause rebuilt the prompt here.
+    let room_for_recall = (400.0 * 0.7 / 2.0) as usize;
+    let mut turn = 0;
+    loop {
+        let said = layers.say(format!("Line {turn} about the pumps."), t);
+        summarize_all(&mut layers, said.summary);
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        assert!(
+            turn == 0 || prompt.follow_up,
+            "turn {turn} extends the last"
+        );
+        let replied = layers.reply(format!("Pumps logged, {turn}."), t + 1.0);
+        summarize_all(&mut layers, replied.summary);
+        if prompt.tokens > 400 && cap - prompt.tokens < room_for_recall + 20 {
+            break;
+        }
+        turn += 1;
+        t += 30.0;
+        assert!(turn < 100, "the prompt never came near its cap");
+    }
+    let before = layers.context().last_prompt().unwrap().messages.clone();
+    let after = layers.say("Back again. Anything new?", t + 600.0).messages;
+    assert!(after.starts_with(&before), "the pause kept the prompt");
+    let log = layers.log().messages();
+    for message in log {
+        assert!(
+            after.iter().any(|m| m.content == message.content),
+            "message {} is still sent",
+            message.index
+        );
+    }
 }
 
 /// A layered prompt sends a short log as it is: the persona and every message,
