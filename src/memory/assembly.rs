@@ -30,6 +30,7 @@ use super::lore::LoreHit;
 use super::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::{PersonaPrompt, PromptLanguage};
+use super::privacy::Withheld;
 use super::quote::quote;
 use super::recall::{RecallHit, RecallReason};
 use super::segments::{SegmentPriority, SummarySegment};
@@ -127,6 +128,7 @@ impl AssembledPrompt {
 }
 
 /// Where the summaries come from.
+#[derive(Clone)]
 pub(crate) enum SummarySource<'a> {
     /// Basic mode: the single rolling summary, placed after the label right below
     /// the persona, exactly as the three-layer design writes it.
@@ -135,6 +137,9 @@ pub(crate) enum SummarySource<'a> {
     Rolling(&'a str),
     /// Segmented summaries, oldest first.
     Segments(&'a [SummarySegment]),
+    /// The segments a prompt may show, oldest first: those that cover no line
+    /// withheld from its addressee.
+    Kept(Vec<&'a SummarySegment>),
 }
 
 /// Everything one reply prompt is built from.
@@ -156,6 +161,9 @@ pub(crate) struct AssemblyInput<'a> {
     /// The cacheable layout (what is found for the newest line goes right before
     /// it); `false` puts every section in one system message.
     pub(crate) cacheable: bool,
+    /// What this prompt's addressee must not read: other speakers' private lines,
+    /// and what covers or cites them.
+    pub(crate) withheld: &'a Withheld,
 }
 
 /// One candidate line of a flexible section and its cost.
@@ -200,7 +208,7 @@ fn recall_items(
         let Some(message) = input.log.get(hit.index) else {
             continue;
         };
-        if !held.is_new(message) {
+        if input.withheld.contains(hit.index) || !held.is_new(message) {
             continue;
         }
         let item = recall_item(message, input.persona, input.dates, input.compact_recall);
@@ -268,7 +276,7 @@ fn group_tokens(group: &str) -> usize {
 pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let language = input.persona.style.language;
     let headings = Headings::for_language(language, input.compact_recall);
-    let window = input.log.range(input.window.clone());
+    let window = input.withheld.keep(input.log.range(input.window.clone()));
     let split = window
         .iter()
         .position(|m| m.index >= input.covered_until)
@@ -277,8 +285,22 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     let labels = player_label_if_mixed(input.log, input.persona);
     let message_tokens = |m: &ChatMessage| message_tokens(m, labels);
 
+    // A summary that covers a withheld line would pass it on in other words.
+    let summaries = match input.summaries {
+        SummarySource::Labelled(_) | SummarySource::Rolling(_)
+            if input.withheld.any_in(&(0..input.covered_until)) =>
+        {
+            SummarySource::Rolling("")
+        }
+        SummarySource::Segments(list) if !input.withheld.is_empty() => SummarySource::Kept(
+            list.iter()
+                .filter(|s| !input.withheld.any_in(&s.covered))
+                .collect(),
+        ),
+        ref other => other.clone(),
+    };
     // In basic mode the summary is part of the persona's text, after its label.
-    let persona_text = match input.summaries {
+    let persona_text = match summaries {
         SummarySource::Labelled(summary) => compose_system_prompt(input.persona, summary),
         _ => input.persona.text.to_string(),
     };
@@ -295,7 +317,7 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         .rev()
         .map(|m| Item::plain(message_tokens(m), String::new(), m.index))
         .collect();
-    let summary_items = summary_items(&input.summaries, input.persona, input.dates);
+    let summary_items = summary_items(&summaries, input.persona, input.dates);
     // No section can take more than the budget leaves after what is always sent,
     // so recalled lines past that are never formatted (or compared for copies).
     let recall_room = input
@@ -598,8 +620,12 @@ fn summary_items(
             let line = format!("- {}", quote(text));
             vec![Item::plain(estimate_tokens(&line) + 1, line, 0)]
         }
-        SummarySource::Segments(segments) => {
-            let mut order: Vec<&SummarySegment> = segments.iter().collect();
+        SummarySource::Segments(_) | SummarySource::Kept(_) => {
+            let mut order: Vec<&SummarySegment> = match source {
+                SummarySource::Segments(segments) => segments.iter().collect(),
+                SummarySource::Kept(segments) => segments.clone(),
+                _ => Vec::new(),
+            };
             order.sort_by(|a, b| {
                 (b.priority == SegmentPriority::High)
                     .cmp(&(a.priority == SegmentPriority::High))

@@ -16,6 +16,7 @@ use super::facts::PinnedFacts;
 use super::log::ChatLog;
 use super::message::LogIndex;
 use super::persona::PersonaPrompt;
+use super::privacy::Withheld;
 use super::recall::RecallIndex;
 use super::segments::Segments;
 use super::text::shorten_to_chars;
@@ -271,10 +272,17 @@ impl ContextMemory {
         self.in_flight.as_ref().map(|job| job.covered.clone())
     }
 
-    pub(crate) fn facts_section(&self, speakers: &[super::speaker::SpeakerId]) -> Option<String> {
+    /// The pinned facts section, without the facts that cite a `withheld` line.
+    pub(crate) fn facts_section(
+        &self,
+        speakers: &[super::speaker::SpeakerId],
+        withheld: &Withheld,
+    ) -> Option<String> {
         self.features.facts.enabled.then(|| {
             self.facts
-                .render_for_speakers(self.persona.style.language, speakers)
+                .render_without(self.persona.style.language, speakers, |fact| {
+                    withheld.any_of(&fact.evidence)
+                })
         })
     }
 

@@ -34,6 +34,7 @@ mod npc_id;
 mod origin;
 mod parts;
 mod persona;
+mod privacy;
 mod quote;
 pub(crate) mod recall;
 mod reply_fields;

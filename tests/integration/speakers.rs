@@ -316,3 +316,47 @@ fn hearsay_names_the_speaker_who_said_it() {
     let note = h.window("rusty")[1].content.to_string();
     assert!(note.contains("that Bob said"), "{note}");
 }
+
+/// A co-op player's private line, and the NPC's reply to it, stay out of every
+/// request addressed to another player, even one asking about the same thing;
+/// the player who said it gets them back.
+#[test]
+fn a_private_line_never_reaches_a_request_for_another_speaker() {
+    let backend = HeldBackend::new();
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    h.spawn("echo7", persona("ECHO-7"));
+    talk(
+        &mut h,
+        TalkToNpc::new("echo7", "Keep it quiet: the override code is 4471.")
+            .from_speaker(alex())
+            .privately(),
+    );
+    talk(
+        &mut h,
+        TalkToNpc::new("echo7", "What is the override code?").from_speaker(bob()),
+    );
+    talk(
+        &mut h,
+        TalkToNpc::new("echo7", "Remind me of the override code.").from_speaker(alex()),
+    );
+    let requests = backend.reply_requests();
+    let holds_code = |i: usize| {
+        requests[i]
+            .messages
+            .iter()
+            .any(|m| m.content.contains("4471"))
+    };
+    assert!(!holds_code(1), "{:#?}", requests[1].messages);
+    assert!(holds_code(2), "{:#?}", requests[2].messages);
+    // The held backend answers with a line of its own: no reply of the NPC to the
+    // private line reached Bob either.
+    let private_reply = &h.messages("echo7")[1];
+    assert_eq!(private_reply.origin, Origin::SaidPrivately);
+    assert!(
+        !requests[1]
+            .messages
+            .iter()
+            .any(|m| m.content == private_reply.content),
+        "the reply to the private line"
+    );
+}

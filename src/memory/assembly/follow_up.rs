@@ -20,9 +20,11 @@ use crate::memory::clock::DateFormat;
 use crate::memory::config::MemoryFeatures;
 use crate::memory::log::ChatLog;
 use crate::memory::lore::LoreHit;
-use crate::memory::message::{LogIndex, PromptMessage, Role};
+use crate::memory::message::{ChatMessage, LogIndex, PromptMessage, Role};
 use crate::memory::persona::PersonaPrompt;
+use crate::memory::privacy::Withheld;
 use crate::memory::recall::RecallHit;
+use crate::memory::speaker::SpeakerId;
 use crate::memory::tokens::{MESSAGE_OVERHEAD_TOKENS, estimate_message_tokens, estimate_tokens};
 
 /// The last prompt of the conversation, and what it was built from. Derived from
@@ -35,6 +37,11 @@ pub(crate) struct Thread {
     labels: Option<String>,
     dates: DateFormat,
     features: MemoryFeatures,
+    /// Who the prompt spoke to: a prompt for another holds what they may read.
+    addressee: Option<SpeakerId>,
+    /// Whether it left out private lines of someone else, who may now be the one
+    /// the next line is from.
+    withheld_any: bool,
     /// The log's next index when the prompt was built: what follows is new.
     end: LogIndex,
 }
@@ -75,6 +82,10 @@ pub(crate) struct Next<'a> {
     pub(crate) recalled: &'a [RecallHit],
     /// Lore found for the newest line, best first.
     pub(crate) lore: &'a [LoreHit],
+    /// Who the newest line is from, whom the prompt speaks to.
+    pub(crate) addressee: Option<&'a SpeakerId>,
+    /// What that addressee must not read.
+    pub(crate) withheld: &'a Withheld,
 }
 
 impl Conversation {
@@ -97,7 +108,7 @@ impl Conversation {
             (_, Some(new)) if !new.is_empty() => Some(new.as_str()),
             _ => return Err(Afresh::Start),
         };
-        if !same_inputs || next.log.next_index() <= thread.end {
+        if !same_inputs || next.log.next_index() <= thread.end || thread.withholds(next) {
             return Err(Afresh::Start);
         }
         let new = next.log.range(thread.end..next.log.next_index());
@@ -120,12 +131,14 @@ impl Conversation {
             Afresh::Outgrown
         };
 
+        let between = next.withheld.keep(between);
         let mut messages = thread.prompt.messages.clone();
         messages.extend(
             between
                 .iter()
                 .map(|m| m.to_prompt_labelled(next.dates, next.labels)),
         );
+        let newest_entry = newest;
         let newest = newest.to_prompt_labelled(next.dates, next.labels);
         let mut tokens: usize = messages[thread.prompt.messages.len()..]
             .iter()
@@ -170,11 +183,12 @@ impl Conversation {
         }
 
         let mut prompt = (*thread.prompt).clone();
-        let appended: Vec<LogIndex> = new.iter().map(|m| m.index).collect();
+        let sent: Vec<&ChatMessage> = between.iter().chain([newest_entry]).collect();
+        let appended: Vec<LogIndex> = sent.iter().map(|m| m.index).collect();
         for section in &mut prompt.sections {
             match section.kind {
                 SectionKind::Window => {
-                    section.tokens += new
+                    section.tokens += sent
                         .iter()
                         .map(|m| message_tokens(m, next.labels))
                         .sum::<usize>();
@@ -216,12 +230,23 @@ impl Conversation {
             labels: next.labels.map(str::to_owned),
             dates: next.dates.clone(),
             features: next.features.clone(),
+            addressee: next.addressee.cloned(),
+            withheld_any: !next.withheld.is_empty(),
             end: next.log.next_index(),
         }));
     }
 }
 
 impl Thread {
+    /// Whether the prompt cannot go on for the next line's addressee: it spoke to
+    /// someone else while private lines exist (it holds what they may read, or
+    /// lacks what the new addressee may), or it sends a line withheld now.
+    fn withholds(&self, next: &Next<'_>) -> bool {
+        let private = self.withheld_any || !next.withheld.is_empty();
+        (private && self.addressee.as_ref() != next.addressee)
+            || self.prompt.log_indices().any(|i| next.withheld.contains(i))
+    }
+
     /// Whether the prompt holds every message of the log up to its newest line:
     /// its window has every index below `end`.
     fn holds_whole_log(&self) -> bool {
@@ -279,7 +304,7 @@ impl Found {
         let recall_items: Vec<Item> = next
             .recalled
             .iter()
-            .filter(|hit| !held.contains(&hit.index))
+            .filter(|hit| !held.contains(&hit.index) && !next.withheld.contains(hit.index))
             .filter_map(|hit| next.log.get(hit.index))
             .filter(|message| said.is_new(message))
             .map(|message| {

@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::memory::persona::SummaryStyle;
+use crate::memory::privacy::Withheld;
 use crate::memory::recall::RecallReason;
 
 fn persona() -> PersonaPrompt {
@@ -68,6 +69,7 @@ fn recall_only(
         dates: &DateFormat::default(),
         compact_recall,
         cacheable: false,
+        withheld: &Withheld::default(),
     })
 }
 
@@ -96,6 +98,7 @@ fn without_a_budget_every_section_is_sent_in_order() {
         dates: &DateFormat::default(),
         compact_recall: false,
         cacheable: false,
+        withheld: &Withheld::default(),
     });
     let system = &prompt.messages[0].content;
     let order = [
@@ -152,6 +155,7 @@ fn a_tight_budget_trims_flexible_sections_but_never_persona_facts_or_uncovered_l
         dates: &DateFormat::default(),
         compact_recall: false,
         cacheable: false,
+        withheld: &Withheld::default(),
     });
     let system = &prompt.messages[0].content;
     assert!(system.starts_with("You are ECHO-7."));
@@ -205,6 +209,7 @@ fn an_impossible_budget_is_reported_not_enforced_on_required_sections() {
         dates: &DateFormat::default(),
         compact_recall: false,
         cacheable: false,
+        withheld: &Withheld::default(),
     });
     assert!(prompt.over_budget());
     assert_eq!(
@@ -238,6 +243,7 @@ fn hostile_player_lines_stay_quoted_data_inside_the_system_message() {
         dates: &DateFormat::default(),
         compact_recall: false,
         cacheable: false,
+        withheld: &Withheld::default(),
     });
     let system = &prompt.messages[0].content;
     for line in system.lines().skip(1) {

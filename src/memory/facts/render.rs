@@ -63,6 +63,19 @@ impl PinnedFacts {
         section(&self.active(), language, speakers)
     }
 
+    /// [`render_for_speakers`](Self::render_for_speakers) without the facts that
+    /// `hide` picks (those citing a line the prompt's addressee must not read).
+    pub(crate) fn render_without(
+        &self,
+        language: PromptLanguage,
+        speakers: &[SpeakerId],
+        hide: impl Fn(&Fact) -> bool,
+    ) -> String {
+        let mut facts = self.active();
+        facts.retain(|fact| !hide(fact));
+        section(&facts, language, speakers)
+    }
+
     /// Estimated tokens of [`render`](Self::render).
     pub fn estimated_tokens(&self, language: PromptLanguage) -> usize {
         estimate_tokens(&self.render(language))

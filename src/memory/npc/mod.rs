@@ -35,6 +35,7 @@ use super::lore::{LoreHit, SharedKnowledge};
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
+use super::privacy::{Withheld, addressee};
 use super::recall::RecallQuery;
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
@@ -260,11 +261,18 @@ impl LayersMut<'_> {
 
     fn reply_prompt_with(&mut self, knowledge: &SharedKnowledge) -> Vec<PromptMessage> {
         if !self.context.features.any() && knowledge.is_empty() {
+            let withheld = Withheld::from(self.log, addressee(self.log));
             let context = &mut *self.context;
-            let system = context.composed.get(&context.persona, &context.summary);
+            // A summary of a withheld line would pass it on in other words.
+            let system = if withheld.any_in(&(0..context.covered_until)) {
+                Arc::clone(&context.persona.text)
+            } else {
+                context.composed.get(&context.persona, &context.summary)
+            };
             let window = self.log.range(self.window.start()..self.log.next_index());
+            let window = withheld.keep(window);
             let labels = player_label_if_mixed(self.log, &context.persona);
-            return basic_prompt(system, window, &context.dates, labels);
+            return basic_prompt(system, &window, &context.dates, labels);
         }
         self.assemble_with(knowledge).messages.clone()
     }
@@ -280,10 +288,14 @@ impl LayersMut<'_> {
         let window = self.window.start()..self.log.next_index();
         let recalled = self.recall_for_reply(window);
         let context = &*self.context;
+        let addressee = addressee(self.log);
+        let withheld = Withheld::from(self.log, addressee);
         let next = Next {
             log: self.log,
             persona: &context.persona,
-            facts: context.facts_section(self.log.speakers()),
+            facts: context.facts_section(self.log.speakers(), &withheld),
+            addressee,
+            withheld: &withheld,
             labels: player_label_if_mixed(self.log, &context.persona),
             dates: &context.dates,
             features: &context.features,
@@ -294,10 +306,9 @@ impl LayersMut<'_> {
             Ok(prompt) => (Arc::new(prompt), false),
             Err(afresh) => {
                 let prompt = build_prompt(
-                    self.log,
-                    self.window,
-                    context,
+                    (self.log, self.window, context),
                     (recalled.clone(), &knowledge.lore),
+                    &withheld,
                     afresh,
                 );
                 (Arc::new(prompt), true)
@@ -579,20 +590,25 @@ pub fn preview_prompt(
     window: &RollingWindow,
     context: &ContextMemory,
 ) -> AssembledPrompt {
-    build_prompt(log, window, context, (Vec::new(), &[]), Afresh::Start)
+    let withheld = Withheld::from(log, addressee(log));
+    build_prompt(
+        (log, window, context),
+        (Vec::new(), &[]),
+        &withheld,
+        Afresh::Start,
+    )
 }
 
 /// The one place a fresh reply prompt is built from the layers. While the whole
 /// log fits a layered prompt's budget, the log is sent as it is, without summaries
 /// or recalled lines.
 fn build_prompt(
-    log: &ChatLog,
-    window: &RollingWindow,
-    context: &ContextMemory,
+    (log, window, context): (&ChatLog, &RollingWindow, &ContextMemory),
     (recalled, lore): (Vec<super::recall::RecallHit>, &[LoreHit]),
+    withheld: &Withheld,
     afresh: Afresh,
 ) -> AssembledPrompt {
-    let facts = context.facts_section(log.speakers());
+    let facts = context.facts_section(log.speakers(), withheld);
     let mut budget = context.features.budget.clone();
     if afresh == Afresh::Outgrown {
         let refill = f64::from(budget.follow_ups.refill.clamp(0.0, 1.0));
@@ -613,6 +629,7 @@ fn build_prompt(
         // Layered memory lays its prompt out for caches; lore alone keeps basic
         // mode's one system message.
         cacheable: context.features.any(),
+        withheld,
     };
     if context.sends_whole_log(log, facts.as_deref()) {
         let whole = assemble(input(

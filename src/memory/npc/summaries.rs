@@ -12,6 +12,7 @@ use crate::memory::context::{
 };
 use crate::memory::facts::{FactUpdate, parse_summary_reply};
 use crate::memory::message::LogIndex;
+use crate::memory::privacy::Withheld;
 use crate::memory::segments::{SegmentPriority, SummarySegment};
 use crate::memory::summary::{SummaryJob, SummaryOutcome, SummaryUpdate, job_for_in_flight};
 
@@ -23,7 +24,11 @@ impl LayersMut<'_> {
 
     /// Starts a summary if one is due and none is in flight.
     pub fn start_summary(&mut self) -> Option<SummaryJob> {
-        let facts = self.context.facts_section(self.log.speakers());
+        // Whether the log is sent whole only decides when folds start: every
+        // fact counts, whoever may read it.
+        let facts = self
+            .context
+            .facts_section(self.log.speakers(), &Withheld::default());
         let whole = self.context.sends_whole_log(self.log, facts.as_deref());
         let trigger = self
             .context
@@ -231,10 +236,26 @@ impl LayersMut<'_> {
     /// Returns how many requests `summarize` answered.
     pub fn summarize_due(
         &mut self,
+        summarize: impl FnMut(&SummaryJob) -> Result<String, String>,
+    ) -> usize {
+        let due = self.start_summary();
+        self.drive_summaries(due, summarize)
+    }
+
+    /// Answers `job` with the offline backend, and every job that follows from it.
+    #[cfg(test)]
+    pub(crate) fn answer_offline(&mut self, job: Option<SummaryJob>) {
+        let backend = crate::backends::OfflineBackend::default();
+        self.drive_summaries(job, |job| Ok(backend.summarize(&job.input)));
+    }
+
+    /// Answers `due` through `summarize`, then every job its results make due.
+    fn drive_summaries(
+        &mut self,
+        mut due: Option<SummaryJob>,
         mut summarize: impl FnMut(&SummaryJob) -> Result<String, String>,
     ) -> usize {
         let mut requests = 0;
-        let mut due = self.start_summary();
         while let Some(job) = due {
             requests += 1;
             let result = summarize(&job);

@@ -5,7 +5,7 @@ use super::*;
 use crate::backends::OfflineBackend;
 use crate::memory::{
     DateFormat, FactKey, ForgettingPolicy, LogIndex, MemoryConfig, MemoryFeatures, MemoryParts,
-    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryJob, SummaryKind, SummaryOutcome,
+    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryKind, SummaryOutcome,
     SummaryStyle, SummaryTrigger,
 };
 
@@ -420,20 +420,6 @@ fn only_recalled_lines_the_prompt_sends_count_as_recalled() {
     }
 }
 
-/// Answers a summary job and every job that follows from it with the offline
-/// backend.
-fn summarize_all(layers: &mut LayersMut<'_>, mut job: Option<SummaryJob>) {
-    let backend = OfflineBackend::default();
-    while let Some(current) = job {
-        let answer = backend.summarize(&current.input);
-        job = match layers.finish_summary(current.id, Ok(&answer), std::time::Duration::ZERO) {
-            SummaryOutcome::Updated(update) => update.next,
-            SummaryOutcome::Retry(retry) => Some(retry),
-            SummaryOutcome::Degraded(_) | SummaryOutcome::Stale => None,
-        };
-    }
-}
-
 /// Follow-up lines: within a conversation each layered prompt is the whole of the
 /// last one with what came since appended, so a provider's cache and the local
 /// model's KV cache reuse all of it; a prompt is built afresh, within the budget,
@@ -491,9 +477,9 @@ fn within_a_conversation_each_layered_prompt_extends_the_whole_last_one() {
                 assert!(prompt.tokens <= 600, "a fresh prompt keeps to the budget");
             }
         }
-        summarize_all(&mut layers, said.summary);
+        layers.answer_offline(said.summary);
         let replied = layers.reply(format!("Logged report {turn}."), t + 1.0);
-        summarize_all(&mut layers, replied.summary);
+        layers.answer_offline(replied.summary);
         previous = Some(messages);
         recalled_before = prompt.recalled.len();
     }
@@ -542,9 +528,9 @@ fn rebuilt_prompts(config: &MemoryConfig, turns: u32) -> Vec<AssembledPrompt> {
         if turn > 0 && !prompt.follow_up {
             rebuilt.push(prompt);
         }
-        summarize_all(&mut layers, said.summary);
+        layers.answer_offline(said.summary);
         let replied = layers.reply(format!("Logged report {turn}, bay {}.", turn % 7), t + 1.0);
-        summarize_all(&mut layers, replied.summary);
+        layers.answer_offline(replied.summary);
     }
     rebuilt
 }
@@ -598,14 +584,14 @@ fn after_a_pause_a_prompt_that_holds_the_whole_log_is_still_extended() {
     let mut turn = 0;
     loop {
         let said = layers.say(format!("Line {turn} about the pumps."), t);
-        summarize_all(&mut layers, said.summary);
+        layers.answer_offline(said.summary);
         let prompt = layers.context().last_prompt().unwrap().clone();
         assert!(
             turn == 0 || prompt.follow_up,
             "turn {turn} extends the last"
         );
         let replied = layers.reply(format!("Pumps logged, {turn}."), t + 1.0);
-        summarize_all(&mut layers, replied.summary);
+        layers.answer_offline(replied.summary);
         if prompt.tokens > 400 && cap - prompt.tokens < room_for_recall + 20 {
             break;
         }

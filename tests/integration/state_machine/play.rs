@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use bevy::prelude::*;
 use bevy_npc_memory::backends::ChatRequest;
 use bevy_npc_memory::memory::{
-    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, estimate_prompt_tokens,
+    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, SpeakerId,
+    estimate_prompt_tokens,
 };
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::saves::{SaveFormat, SaveGame, backup_path, journal_path};
@@ -42,6 +43,14 @@ struct Private {
     tag: String,
     owner: usize,
     held_by: Vec<usize>,
+    /// Said by the co-op player: prompts the owner answers the game's own
+    /// player from leave it out, and the other way round.
+    co_op: bool,
+}
+
+/// The second player of the co-op lines.
+fn co_op_player() -> SpeakerId {
+    SpeakerId::new("bob", "Bob").unwrap()
 }
 
 type Log = Vec<(Role, String)>;
@@ -55,6 +64,8 @@ pub struct Play {
     dir: PathBuf,
     next_tag: u64,
     private: Vec<Private>,
+    /// Tags of the lines the co-op player said.
+    co_op_tags: std::collections::HashSet<String>,
     /// Every NPC's log before the step, and whether the step may shrink it.
     before: Vec<Log>,
     may_shrink: Vec<bool>,
@@ -155,6 +166,7 @@ impl Play {
             dir,
             next_tag: 0,
             private: Vec::new(),
+            co_op_tags: Default::default(),
             before: vec![Vec::new(); NPCS],
             may_shrink: vec![false; NPCS],
             history: vec![Vec::new(); NPCS],
@@ -228,10 +240,12 @@ impl Play {
             let held_by = (0..NPCS)
                 .filter(|&other| other != owner && self.holds(other, &tag))
                 .collect();
+            let co_op = self.co_op_tags.contains(tag.trim_start_matches("r:"));
             self.private.push(Private {
                 tag,
                 owner,
                 held_by,
+                co_op,
             });
         }
     }
@@ -266,7 +280,8 @@ impl Play {
                 private,
                 by_entity,
                 reply,
-            } => self.talk(*npc, text, *private, *by_entity, reply),
+                co_op,
+            } => self.talk(*npc, text, (*private, *co_op), *by_entity, reply),
             Step::Witness { witnesses, text } => {
                 let tag = self.tag('w');
                 let ids: Vec<NpcId> = witnesses.iter().map(|&w| self.ids[w].clone()).collect();
@@ -384,14 +399,25 @@ impl Play {
         }
     }
 
-    fn talk(&mut self, npc: usize, text: &str, private: bool, by_entity: bool, reply: &Reply) {
+    fn talk(
+        &mut self,
+        npc: usize,
+        text: &str,
+        (private, co_op): (bool, bool),
+        by_entity: bool,
+        reply: &Reply,
+    ) {
         let tag = self.tag(if private { 'p' } else { 's' });
+        if co_op {
+            self.co_op_tags.insert(tag.clone());
+        }
         if private {
             for tag in [tag.clone(), format!("r:{tag}")] {
                 self.private.push(Private {
                     tag,
                     owner: npc,
                     held_by: Vec::new(),
+                    co_op,
                 });
             }
         }
@@ -437,12 +463,18 @@ impl Play {
             if private {
                 event = event.privately();
             }
+            if co_op {
+                event = event.from_speaker(co_op_player());
+            }
             self.h.app.world_mut().trigger(event);
             self.h.app.update();
         } else {
             let mut message = TalkToNpc::new(self.ids[npc].clone(), line);
             if private {
                 message = message.privately();
+            }
+            if co_op {
+                message = message.from_speaker(co_op_player());
             }
             self.write(message);
         }
@@ -471,6 +503,7 @@ impl Play {
             // The line and every reply to it become private: tags of the line
             // itself, and replies to it, which carry `r:` and the line's tag.
             let own: Vec<String> = tags(text).iter().map(|t| t.to_string()).collect();
+            let co_op = own.iter().any(|t| self.co_op_tags.contains(t));
             let mut marked = own.clone();
             marked.extend(
                 own.iter()
@@ -485,6 +518,7 @@ impl Play {
                     tag,
                     owner: npc,
                     held_by,
+                    co_op,
                 });
             }
         }
@@ -642,6 +676,33 @@ impl Play {
                             .messages
                             .iter()
                             .find(|m| m.content.contains(&needle))
+                    );
+                }
+            }
+        }
+        // A private line, and the replies to it, reach no prompt the owner answers
+        // the other player from.
+        for private in &self.private {
+            let needle = format!("⟦{}⟧", private.tag);
+            let owner = &self.ids[private.owner];
+            for request in self
+                .requests
+                .iter()
+                .filter(|r| r.npc == *owner && r.purpose() == Purpose::Reply)
+            {
+                let newest = request
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .map_or("", |m| &*m.content);
+                let to_co_op = tags(newest).iter().any(|t| self.co_op_tags.contains(*t));
+                if to_co_op != private.co_op {
+                    assert!(
+                        !request.messages.iter().any(|m| m.content.contains(&needle)),
+                        "{} reached a prompt NPC {} answered the other player from",
+                        private.tag,
+                        private.owner
                     );
                 }
             }

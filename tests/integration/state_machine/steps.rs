@@ -74,6 +74,8 @@ pub enum Step {
         private: bool,
         by_entity: bool,
         reply: Reply,
+        /// Said by a second (co-op) player, not the game's own.
+        co_op: bool,
     },
     Witness {
         witnesses: Vec<usize>,
@@ -216,15 +218,22 @@ impl ReferenceStateMachine for Model {
 
     fn transitions(_: &Model) -> BoxedStrategy<Step> {
         prop_oneof![
-            12 => (npc(), text(), any::<bool>(), any::<bool>(), reply()).prop_map(
-                |(npc, text, private, by_entity, reply)| Step::Talk {
+            12 => (
+                npc(),
+                text(),
+                any::<bool>(),
+                any::<bool>(),
+                reply(),
+                prop::bool::weighted(0.3)
+            )
+                .prop_map(|(npc, text, private, by_entity, reply, co_op)| Step::Talk {
                     npc,
                     text,
                     private,
                     by_entity,
                     reply,
-                }
-            ),
+                    co_op,
+                }),
             2 => (prop::collection::vec(npc(), 1..=NPCS), text())
                 .prop_map(|(witnesses, text)| Step::Witness { witnesses, text }),
             3 => (two_npcs(), any::<u64>())

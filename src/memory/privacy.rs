@@ -1,0 +1,102 @@
+//! Who a private line may reach: a prompt addressed to one speaker leaves out the
+//! lines another speaker said privately, the NPC's replies to them, and what was
+//! made from them (summaries that cover them, pinned facts that cite them).
+//!
+//! The assembly decides this, not the model: a line a model never reads is one it
+//! cannot repeat to the wrong listener in its own words.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::log::ChatLog;
+use super::message::{ChatMessage, LogIndex, Role};
+use super::origin::Origin;
+use super::speaker::SpeakerId;
+
+/// Who a prompt speaks to: the speaker of the log's newest line to the NPC, `None`
+/// for the game's default player (and for a log with no line yet).
+pub(crate) fn addressee(log: &ChatLog) -> Option<&SpeakerId> {
+    log.messages()
+        .iter()
+        .rev()
+        .find(|m| is_line_to_npc(m))
+        .and_then(|m| m.speaker.as_ref())
+}
+
+/// The entries of a log that a prompt addressed to one speaker must leave out,
+/// in log order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Withheld(Vec<LogIndex>);
+
+impl Withheld {
+    /// The private lines of every speaker but `addressee`, and the NPC's replies
+    /// to them.
+    pub(crate) fn from(log: &ChatLog, addressee: Option<&SpeakerId>) -> Self {
+        let mut withheld = Vec::new();
+        // A reply is as private as the line it answers, and belongs to its speaker.
+        let mut speaker_of_line: Option<&SpeakerId> = None;
+        for message in log.messages() {
+            if is_line_to_npc(message) {
+                speaker_of_line = message.speaker.as_ref();
+            }
+            if message.origin != Origin::SaidPrivately {
+                continue;
+            }
+            let party = if message.role == Role::User {
+                message.speaker.as_ref()
+            } else {
+                speaker_of_line
+            };
+            if party != addressee {
+                withheld.push(message.index);
+            }
+        }
+        Self(withheld)
+    }
+
+    /// Whether nothing is withheld: the prompt is built as if privacy did not exist.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the entry at `index` is withheld.
+    pub(crate) fn contains(&self, index: LogIndex) -> bool {
+        self.0.binary_search(&index).is_ok()
+    }
+
+    /// Whether any withheld entry lies in `range`: a summary of it would pass the
+    /// private line on.
+    pub(crate) fn any_in(&self, range: &Range<LogIndex>) -> bool {
+        let first = self.0.partition_point(|&i| i < range.start);
+        self.0.get(first).is_some_and(|&i| i < range.end)
+    }
+
+    /// Whether any of `evidence` is withheld: a fact citing it says what it said.
+    pub(crate) fn any_of(&self, evidence: &[LogIndex]) -> bool {
+        evidence.iter().any(|&i| self.contains(i))
+    }
+
+    /// `messages` without the withheld ones; borrowed when none is.
+    pub(crate) fn keep<'a>(&self, messages: &'a [ChatMessage]) -> Cow<'a, [ChatMessage]> {
+        if messages.iter().any(|m| self.contains(m.index)) {
+            Cow::Owned(
+                messages
+                    .iter()
+                    .filter(|m| !self.contains(m.index))
+                    .cloned()
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(messages)
+        }
+    }
+}
+
+/// Whether an entry is a line said to the NPC (a player's, a co-op player's or
+/// another NPC's), not an event, hearsay or a note.
+fn is_line_to_npc(message: &ChatMessage) -> bool {
+    message.role == Role::User && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
+}
+
+#[cfg(test)]
+mod tests;

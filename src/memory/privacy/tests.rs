@@ -1,0 +1,164 @@
+use super::*;
+use crate::memory::{
+    Line, MemoryConfig, MemoryFeatures, NpcId, NpcMemory, PersonaPrompt, PromptMessage,
+    SummaryStyle,
+};
+
+const SECRET: &str = "The spare key is under the blue mat.";
+const SECRET_REPLY: &str = "Under the blue mat. Your secret is safe.";
+
+fn persona() -> PersonaPrompt {
+    PersonaPrompt {
+        name: "ECHO-7".into(),
+        text: "You are ECHO-7.".into(),
+        style: SummaryStyle::english(),
+    }
+}
+
+fn rusty() -> SpeakerId {
+    SpeakerId::npc(&NpcId::new("rusty3"), "RUSTY-3").unwrap()
+}
+
+/// Says `line`, answers `reply`, and runs every summary that falls due.
+fn exchange(memory: &mut NpcMemory, line: Line, reply: &str, t: f64) -> Vec<PromptMessage> {
+    let mut layers = memory.layers();
+    let turn = layers.say(line, t);
+    layers.answer_offline(turn.summary);
+    let replied = layers.reply(reply, t + 1.0);
+    layers.answer_offline(replied.summary);
+    turn.messages
+}
+
+fn mentions_secret(messages: &[PromptMessage]) -> bool {
+    messages.iter().any(|m| m.content.contains("blue mat"))
+}
+
+/// The player tells the NPC a secret, then talks about other things for `lines`
+/// more lines, so that summaries and recall have the secret to work with.
+fn memory_with_a_secret(config: &MemoryConfig, lines: u32) -> NpcMemory {
+    let mut memory = NpcMemory::new(persona(), config);
+    exchange(
+        &mut memory,
+        Line::new("Hi, my name is Alex.").privately(),
+        "Hello Alex.",
+        0.0,
+    );
+    exchange(
+        &mut memory,
+        Line::new(SECRET).privately(),
+        SECRET_REPLY,
+        10.0,
+    );
+    for turn in 0..lines {
+        let t = 20.0 + f64::from(turn) * 10.0;
+        exchange(
+            &mut memory,
+            Line::new(format!("Pump {turn} in bay {} hums again.", turn % 5)),
+            "Noted, pumps logged.",
+            t,
+        );
+    }
+    memory
+}
+
+fn configs() -> Vec<(&'static str, MemoryConfig)> {
+    let basic = MemoryConfig::with_window(20);
+    let mut layered = MemoryConfig::with_window(6);
+    layered.features = MemoryFeatures::layered(2000);
+    layered.features.budget.short_logs = crate::memory::ShortLogs::Layered;
+    let mut whole = MemoryConfig::with_window(20);
+    whole.features = MemoryFeatures::layered(2000);
+    vec![
+        ("basic", basic),
+        ("layered", layered),
+        ("sent whole", whole),
+    ]
+}
+
+/// Another NPC asks about the very thing the player said privately: the prompt
+/// addressed to it holds neither the line, nor the NPC's reply, nor a summary or
+/// pinned fact made from them; the player's own next prompt still holds them.
+#[test]
+fn a_private_line_is_absent_from_every_prompt_addressed_to_someone_else() {
+    for (name, config) in configs() {
+        let mut memory = memory_with_a_secret(&config, 12);
+        let asked = Line::new("Where is the spare key? Under which mat?").by(&rusty());
+        let to_rusty = memory.layers().say(asked, 500.0).messages;
+        assert!(!mentions_secret(&to_rusty), "{name}: {to_rusty:#?}");
+        assert!(
+            !to_rusty.iter().any(|m| m.content.contains("Alex")),
+            "{name}: the name the player gave privately, as a fact or in a summary"
+        );
+        // The layered memory did summarize and recall it: the player gets it back.
+        memory.layers().reply("I cannot say.", 501.0);
+        let to_player = memory
+            .layers()
+            .say("Where did I hide the spare key, under which mat?", 510.0)
+            .messages;
+        assert!(mentions_secret(&to_player), "{name}: {to_player:#?}");
+    }
+}
+
+/// A second player is no one to tell either, and a follow-up prompt built for the
+/// first player is never extended for the second.
+#[test]
+fn a_second_player_never_reads_the_first_players_private_lines() {
+    let bob = SpeakerId::new("bob", "Bob").unwrap();
+    for (name, config) in configs() {
+        let mut memory = memory_with_a_secret(&config, 2);
+        let to_bob = memory
+            .layers()
+            .say(
+                Line::new("Any spare key around? A mat maybe?").by(&bob),
+                60.0,
+            )
+            .messages;
+        assert!(!mentions_secret(&to_bob), "{name}: {to_bob:#?}");
+        // Bob's own private line is his: the default player does not read it.
+        memory.layers().reply("Not that I know.", 61.0);
+        exchange(
+            &mut memory,
+            Line::new("Between us: I took the red crate.")
+                .by(&bob)
+                .privately(),
+            "The red crate, understood.",
+            70.0,
+        );
+        let to_player = memory
+            .layers()
+            .say("Anything about a crate?", 80.0)
+            .messages;
+        assert!(
+            !to_player.iter().any(|m| m.content.contains("red crate")),
+            "{name}: {to_player:#?}"
+        );
+        assert!(
+            mentions_secret(&to_player),
+            "{name}: the player's own secret stays"
+        );
+    }
+}
+
+#[test]
+fn a_reply_belongs_to_the_line_it_answers() {
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    exchange(
+        &mut memory,
+        Line::new(SECRET).privately(),
+        SECRET_REPLY,
+        0.0,
+    );
+    exchange(
+        &mut memory,
+        Line::new("Nice weather.").by(&rusty()),
+        "Indeed.",
+        10.0,
+    );
+    let log = &memory.log;
+    assert_eq!(Withheld::from(log, Some(&rusty())), Withheld(vec![0, 1]));
+    assert!(Withheld::from(log, None).is_empty());
+    let withheld = Withheld::from(log, Some(&rusty()));
+    assert!(withheld.any_in(&(1..3)) && !withheld.any_in(&(2..4)));
+    assert!(withheld.any_of(&[3, 0]) && !withheld.any_of(&[2, 3]));
+    assert_eq!(addressee(log), Some(&rusty()));
+}
