@@ -166,6 +166,11 @@ impl Conversation {
             return Err(Afresh::Start);
         }
         let found = Found::pick(thread, next, max, recall_share, room);
+        // A line whose best find has no room left is better served afresh than
+        // without it.
+        if found.left_out_best {
+            return Err(outgrown);
+        }
         let block: Vec<&str> = facts_text
             .iter()
             .chain(&found.text)
@@ -265,6 +270,8 @@ struct Found {
     recalled_tokens: usize,
     lore: Vec<LoreHit>,
     lore_tokens: usize,
+    /// An old line was found for the newest line, but not even the best one fit.
+    left_out_best: bool,
 }
 
 impl Found {
@@ -322,6 +329,14 @@ impl Found {
             .saturating_sub(recall_header);
         let mut fill = Fill::default();
         fill.take(&recall_items, recall_limit);
+        // The line's best find goes in even when its share is too small for it:
+        // a question about something old is what recall is for.
+        if fill.taken == 0 {
+            let room = room
+                .saturating_sub(lore_tokens)
+                .saturating_sub(recall_header);
+            fill.take(&recall_items[..recall_items.len().min(1)], room);
+        }
         let sent_recall = sorted_by_index(&recall_items[..fill.taken]);
         let recalled_tokens = if sent_recall.is_empty() {
             0
@@ -344,6 +359,7 @@ impl Found {
             recalled_tokens,
             lore,
             lore_tokens,
+            left_out_best: !recall_items.is_empty() && fill.taken == 0,
         }
     }
 }

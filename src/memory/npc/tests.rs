@@ -8,6 +8,7 @@ use crate::memory::{
     Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryKind, SummaryOutcome,
     SummaryStyle, SummaryTrigger,
 };
+use std::time::Duration;
 
 fn persona() -> PersonaPrompt {
     PersonaPrompt {
@@ -563,6 +564,64 @@ fn a_conversation_that_outgrows_its_cap_is_rebuilt_within_the_refill() {
         "smaller rebuilds come less often: {} against {}",
         smaller.len(),
         whole.len()
+    );
+}
+
+/// A follow-up line always gets its best old line: beyond its share when that is
+/// too small, and in a prompt built afresh when the cap leaves no room for it.
+#[test]
+fn a_follow_up_question_about_something_old_gets_its_best_find() {
+    let mut config = MemoryConfig::with_window(8);
+    config.features = MemoryFeatures::layered(600);
+    config.features.facts.enabled = false;
+    // No share at all for a follow-up's own finds.
+    config.features.budget.follow_ups.recall = 0.0;
+    // Summaries that keep nothing: only recall can bring the code back.
+    let forget = |layers: &mut LayersMut<'_>, mut job: Option<SummaryJob>| {
+        while let Some(current) = job {
+            job = match layers.finish_summary(current.id, Ok("Small talk."), Duration::ZERO) {
+                SummaryOutcome::Updated(update) => update.next,
+                _ => None,
+            };
+        }
+    };
+    let mut follow_ups = 0;
+    for fillers in 12..40u32 {
+        let mut memory = NpcMemory::new(persona(), &config);
+        let mut layers = memory.layers();
+        let said = layers.say("Remember this: the vault code is 9182.", 0.0);
+        forget(&mut layers, said.summary);
+        let replied = layers.reply("Noted.", 1.0);
+        forget(&mut layers, replied.summary);
+        for turn in 1..=fillers {
+            let t = f64::from(turn) * 30.0;
+            let line = format!(
+                "Pump {turn} in bay {}: pressure steady, gauges read, filters cleaned, seals tight.",
+                turn % 4
+            );
+            let said = layers.say(line, t);
+            forget(&mut layers, said.summary);
+            let replied = layers.reply("Pumps logged, the night crew signed for them.", t + 1.0);
+            forget(&mut layers, replied.summary);
+        }
+        let asked = layers.say(
+            "What was the vault code again?",
+            f64::from(fillers) * 30.0 + 20.0,
+        );
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        follow_ups += usize::from(prompt.follow_up);
+        assert!(
+            asked.messages[..asked.messages.len() - 1]
+                .iter()
+                .any(|m| m.content.contains("9182")),
+            "{fillers} fillers, follow-up {}: {:#?}",
+            prompt.follow_up,
+            asked.messages
+        );
+    }
+    assert!(
+        follow_ups >= 5,
+        "{follow_ups} of the questions were follow-ups"
     );
 }
 
