@@ -620,26 +620,31 @@ fn summary_items(
             let line = format!("- {}", quote(text));
             vec![Item::plain(estimate_tokens(&line) + 1, line, 0)]
         }
-        SummarySource::Segments(_) | SummarySource::Kept(_) => {
-            let mut order: Vec<&SummarySegment> = match source {
-                SummarySource::Segments(segments) => segments.iter().collect(),
-                SummarySource::Kept(segments) => segments.clone(),
-                _ => Vec::new(),
-            };
-            order.sort_by(|a, b| {
-                (b.priority == SegmentPriority::High)
-                    .cmp(&(a.priority == SegmentPriority::High))
-                    .then(b.covered.start.cmp(&a.covered.start))
-            });
-            order
-                .into_iter()
-                .map(|segment| {
-                    let line = segment_line(segment, persona.style.language, dates);
-                    Item::plain(estimate_tokens(&line) + 1, line, segment.covered.start)
-                })
-                .collect()
+        SummarySource::Segments(segments) => {
+            segment_items(segments.iter().collect(), persona, dates)
         }
+        SummarySource::Kept(segments) => segment_items(segments.clone(), persona, dates),
     }
+}
+
+/// Segments as summary items, high priority first, then newest first.
+fn segment_items(
+    mut order: Vec<&SummarySegment>,
+    persona: &PersonaPrompt,
+    dates: &DateFormat,
+) -> Vec<Item> {
+    order.sort_by(|a, b| {
+        (b.priority == SegmentPriority::High)
+            .cmp(&(a.priority == SegmentPriority::High))
+            .then(b.covered.start.cmp(&a.covered.start))
+    });
+    order
+        .into_iter()
+        .map(|segment| {
+            let line = segment_line(segment, persona.style.language, dates);
+            Item::plain(estimate_tokens(&line) + 1, line, segment.covered.start)
+        })
+        .collect()
 }
 
 fn segment_line(segment: &SummarySegment, language: PromptLanguage, dates: &DateFormat) -> String {

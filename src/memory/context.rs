@@ -358,12 +358,10 @@ impl ContextMemory {
     pub(crate) fn compaction_due(&self) -> bool {
         let segments = &self.features.segments;
         let batch = segments.compact_batch.max(2);
-        let Some(candidates) = self.segments.compaction_candidates(batch) else {
+        let candidates = self.segments.compaction_candidates(batch);
+        let Some(candidates) = candidates.filter(|_| segments.enabled) else {
             return false;
         };
-        if !segments.enabled {
-            return false;
-        }
         let tokens = self.segments.tokens();
         self.forgetting_compaction
             || self.segment_limit().is_some_and(|limit| {

@@ -94,7 +94,7 @@ impl Withheld {
 
 /// Whether an entry is a line said to the NPC (a player's, a co-op player's or
 /// another NPC's), not an event, hearsay or a note.
-fn is_line_to_npc(message: &ChatMessage) -> bool {
+pub(crate) fn is_line_to_npc(message: &ChatMessage) -> bool {
     message.role == Role::User && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
 }
 

@@ -305,11 +305,7 @@ fn is_spoken(message: &ChatMessage) -> bool {
     message.role != Role::System && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
 }
 
-/// Whether an entry is a line said to the NPC: the player's, a co-op player's or
-/// another NPC's.
-pub(super) fn is_line_to_npc(message: &ChatMessage) -> bool {
-    message.role == Role::User && is_spoken(message)
-}
+pub(super) use crate::memory::privacy::is_line_to_npc;
 
 #[cfg(test)]
 mod tests;
