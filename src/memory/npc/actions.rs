@@ -9,6 +9,7 @@ use super::super::action::{
 };
 use super::super::clock::Now;
 use super::super::context::Degradation;
+use super::super::lore::SharedKnowledge;
 use super::super::message::{LogIndex, PromptMessage, Role};
 use super::super::origin::Origin;
 use super::super::summary::SummaryJob;
@@ -82,14 +83,12 @@ impl LayersMut<'_> {
             let ended = note(outcome.step());
             keep(self.record_from(Role::System, result, now.seconds, ended));
         }
+        let (messages, reply) = self.reply_request(&SharedKnowledge::default());
         ActionsRecorded {
             indices,
             overflow,
-            messages: self.reply_prompt(),
-            reply: ReplyInput {
-                npc_name: self.context.persona.name.clone(),
-                summary: self.context.summary.clone(),
-            },
+            messages,
+            reply,
             summary: self.start_summary(),
         }
     }

@@ -191,15 +191,12 @@ impl LayersMut<'_> {
 
     /// The reply request for a player line just recorded.
     fn turn(&mut self, recorded: Recorded, knowledge: &SharedKnowledge) -> Turn {
-        let messages = self.reply_prompt_with(knowledge);
+        let (messages, reply) = self.reply_request(knowledge);
         Turn {
             index: recorded.index,
             overflow: recorded.overflow,
             messages,
-            reply: ReplyInput {
-                npc_name: self.context.persona.name.clone(),
-                summary: self.context.summary.clone(),
-            },
+            reply,
             summary: self.start_summary(),
         }
     }
@@ -256,12 +253,35 @@ impl LayersMut<'_> {
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
-        self.reply_prompt_with(&SharedKnowledge::default())
+        let withheld = Withheld::from(self.log, addressee(self.log));
+        self.reply_prompt_with(&SharedKnowledge::default(), &withheld)
     }
 
-    fn reply_prompt_with(&mut self, knowledge: &SharedKnowledge) -> Vec<PromptMessage> {
+    /// The reply request for the newest line: its prompt, and the same request's
+    /// parts for backends that answer without a model. Neither holds what the
+    /// line's speaker must not read: a summary covering a withheld line is left
+    /// out of both.
+    fn reply_request(&mut self, knowledge: &SharedKnowledge) -> (Vec<PromptMessage>, ReplyInput) {
+        let withheld = Withheld::from(self.log, addressee(self.log));
+        let messages = self.reply_prompt_with(knowledge, &withheld);
+        let summary = if withheld.any_in(&(0..self.context.covered_until)) {
+            Arc::from("")
+        } else {
+            self.context.summary.clone()
+        };
+        let reply = ReplyInput {
+            npc_name: self.context.persona.name.clone(),
+            summary,
+        };
+        (messages, reply)
+    }
+
+    fn reply_prompt_with(
+        &mut self,
+        knowledge: &SharedKnowledge,
+        withheld: &Withheld,
+    ) -> Vec<PromptMessage> {
         if !self.context.features.any() && knowledge.is_empty() {
-            let withheld = Withheld::from(self.log, addressee(self.log));
             let context = &mut *self.context;
             // A summary of a withheld line would pass it on in other words.
             let system = if withheld.any_in(&(0..context.covered_until)) {
@@ -274,7 +294,7 @@ impl LayersMut<'_> {
             let labels = player_label_if_mixed(self.log, &context.persona);
             return basic_prompt(system, &window, &context.dates, labels);
         }
-        self.assemble_with(knowledge).messages.clone()
+        self.assemble_for(knowledge, withheld).messages.clone()
     }
 
     /// Builds the reply prompt from its sections within the budget, recalling old
@@ -285,17 +305,26 @@ impl LayersMut<'_> {
 
     /// [`assemble`](Self::assemble), with `knowledge` (lore) in its own section.
     pub fn assemble_with(&mut self, knowledge: &SharedKnowledge) -> Arc<AssembledPrompt> {
+        let withheld = Withheld::from(self.log, addressee(self.log));
+        self.assemble_for(knowledge, &withheld)
+    }
+
+    /// [`assemble_with`](Self::assemble_with), leaving out what `withheld` names:
+    /// what the newest line's speaker must not read.
+    fn assemble_for(
+        &mut self,
+        knowledge: &SharedKnowledge,
+        withheld: &Withheld,
+    ) -> Arc<AssembledPrompt> {
         let window = self.window.start()..self.log.next_index();
         let recalled = self.recall_for_reply(window);
         let context = &*self.context;
-        let addressee = addressee(self.log);
-        let withheld = Withheld::from(self.log, addressee);
         let next = Next {
             log: self.log,
             persona: &context.persona,
-            facts: context.facts_section(self.log.speakers(), &withheld),
-            addressee,
-            withheld: &withheld,
+            facts: context.facts_section(self.log.speakers(), withheld),
+            addressee: addressee(self.log),
+            withheld,
             labels: player_label_if_mixed(self.log, &context.persona),
             dates: &context.dates,
             features: &context.features,
@@ -308,7 +337,7 @@ impl LayersMut<'_> {
                 let prompt = build_prompt(
                     (self.log, self.window, context),
                     (recalled.clone(), &knowledge.lore),
-                    &withheld,
+                    withheld,
                     afresh,
                 );
                 (Arc::new(prompt), true)

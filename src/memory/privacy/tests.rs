@@ -83,8 +83,15 @@ fn a_private_line_is_absent_from_every_prompt_addressed_to_someone_else() {
     for (name, config) in configs() {
         let mut memory = memory_with_a_secret(&config, 12);
         let asked = Line::new("Where is the spare key? Under which mat?").by(&rusty());
-        let to_rusty = memory.layers().say(asked, 500.0).messages;
+        let turn = memory.layers().say(asked, 500.0);
+        let to_rusty = turn.messages;
         assert!(!mentions_secret(&to_rusty), "{name}: {to_rusty:#?}");
+        // A backend that answers from the summary reads no more than the prompt.
+        assert!(
+            !turn.reply.summary.contains("blue mat"),
+            "{name}: {}",
+            turn.reply.summary
+        );
         assert!(
             !to_rusty.iter().any(|m| m.content.contains("Alex")),
             "{name}: the name the player gave privately, as a fact or in a summary"
