@@ -197,8 +197,8 @@ pub enum ShortLogs {
 /// logged entry changed, and when appending would pass the budget plus its growth.
 /// A prompt rebuilt because the conversation outgrew it is built within
 /// [`refill`](Self::refill) of the budget, so it can grow again for a while before
-/// the next rebuild, which a cache cannot serve. Pinned facts that changed are appended under a heading that says they replace
-/// the ones above. Summaries that arrive meanwhile wait for the next fresh prompt:
+/// the next rebuild, which a cache cannot serve. Pinned facts that changed are
+/// appended under a heading that says they replace the ones above. Summaries that arrive meanwhile wait for the next fresh prompt:
 /// the lines they cover are still in the prompt word for word.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Reflect)]
 #[type_path = "bevy_npc_memory::memory"]
@@ -220,7 +220,7 @@ pub struct FollowUps {
     /// within, after appending would have passed the cap (0.6: 1,200 of 2,000
     /// tokens). A rebuild is a cache miss of the whole prompt; a smaller one grows
     /// for longer before the next. The first line of a conversation, and a line
-    /// after a pause, are built within the whole budget.
+    /// after a pause that cannot be appended, are built within the whole budget.
     pub refill: f32,
 }
 

@@ -138,11 +138,10 @@ impl Conversation {
                 .iter()
                 .map(|m| m.to_prompt_labelled(next.dates, next.labels)),
         );
-        let newest_entry = newest;
-        let newest = newest.to_prompt_labelled(next.dates, next.labels);
+        let newest_message = newest.to_prompt_labelled(next.dates, next.labels);
         let mut tokens: usize = messages[thread.prompt.messages.len()..]
             .iter()
-            .chain([&newest])
+            .chain([&newest_message])
             .map(estimate_message_tokens)
             .sum::<usize>()
             + thread.prompt.tokens;
@@ -179,7 +178,7 @@ impl Conversation {
         if !block.is_empty() {
             messages.push(PromptMessage::new(Role::System, block.join("\n\n")));
         }
-        messages.push(newest);
+        messages.push(newest_message);
         let tokens = messages.iter().map(estimate_message_tokens).sum();
         // Estimates of parts need not add up to the estimate of the whole; the cap
         // holds for the whole.
@@ -188,7 +187,7 @@ impl Conversation {
         }
 
         let mut prompt = (*thread.prompt).clone();
-        let sent: Vec<&ChatMessage> = between.iter().chain([newest_entry]).collect();
+        let sent: Vec<&ChatMessage> = between.iter().chain([newest]).collect();
         let appended: Vec<LogIndex> = sent.iter().map(|m| m.index).collect();
         for section in &mut prompt.sections {
             match section.kind {
