@@ -205,6 +205,17 @@ pub mod knowledge {
     };
 }
 
+/// Conversations among NPCs that the plugin runs: start one, overhear it, join
+/// it, end it. The rules that end one by itself are in [`memory`]
+/// ([`ConversationRules`](crate::memory::ConversationRules)).
+pub mod conversations {
+    pub use crate::plugin::{
+        Conversation, ConversationEnd, ConversationEnded, ConversationError, ConversationId,
+        ConversationLine, ConversationStarted, Converse, EndConversation, NpcConversations,
+        StartConversation,
+    };
+}
+
 /// Lore shared by NPCs: lore files, the store resource, and changes at run time.
 pub mod lore {
     pub use crate::plugin::{

@@ -21,6 +21,7 @@ mod calendar;
 mod clock;
 mod config;
 mod context;
+mod conversation;
 mod facts;
 mod forgetting;
 mod invalid_field;
@@ -56,6 +57,7 @@ mod tests;
 pub mod limits {
     pub use super::action::{MAX_ACTION_NAME_CHARS, MAX_ARGUMENTS_CHARS, MAX_CALL_ID_CHARS};
     pub use super::context::MAX_STORED_REASON_CHARS;
+    pub use super::conversation::MAX_CONVERSATION_TURNS;
     pub use super::lore::{
         MAX_LORE_ENTRIES, MAX_LORE_ID_CHARS, MAX_LORE_KEY_CHARS, MAX_LORE_KEYS, MAX_LORE_TEXT_CHARS,
     };
@@ -84,6 +86,9 @@ pub use config::{
 };
 pub use context::{
     ContextMemory, Degradation, SummaryJobId, SummaryKind, SummaryRecord, SummaryTrigger,
+};
+pub use conversation::{
+    ConversationRules, ConversationStop, TurnTaking, line_similarity, opening_cue,
 };
 pub use facts::{
     Fact, FactCategory, FactChange, FactChangeKind, FactKey, FactKeyError, FactLimits, FactSource,

@@ -15,12 +15,35 @@ use super::speaker::SpeakerId;
 
 /// Who a prompt speaks to: the speaker of the log's newest line to the NPC, `None`
 /// for the game's default player (and for a log with no line yet).
+///
+/// When lines from more than one speaker came since the NPC last spoke (a
+/// conversation among NPCs, or the player joining one), the reply is heard by
+/// all of them: it is addressed to [`SpeakerId::group`], which no private line
+/// belongs to, so every private line is left out.
 pub(crate) fn addressee(log: &ChatLog) -> Option<&SpeakerId> {
+    let mut since_npc_spoke = log
+        .messages()
+        .iter()
+        .rev()
+        .take_while(|m| !is_npc_line(m))
+        .filter(|m| is_line_to_npc(m));
+    if let Some(newest) = since_npc_spoke.next() {
+        if since_npc_spoke.any(|m| m.speaker != newest.speaker) {
+            return Some(SpeakerId::group());
+        }
+        return newest.speaker.as_ref();
+    }
     log.messages()
         .iter()
         .rev()
         .find(|m| is_line_to_npc(m))
         .and_then(|m| m.speaker.as_ref())
+}
+
+/// Whether an entry is the NPC's own spoken line.
+fn is_npc_line(message: &ChatMessage) -> bool {
+    message.role == Role::Assistant
+        && matches!(message.origin, Origin::Said | Origin::SaidPrivately)
 }
 
 /// The entries of a log that a prompt addressed to one speaker must leave out,

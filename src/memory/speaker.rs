@@ -110,6 +110,11 @@ struct SpeakerParts {
     name: Box<str>,
 }
 
+/// Everyone listening at once, for a prompt that answers several speakers; see
+/// [`SpeakerId::group`]. Its id is empty, which no checked speaker can have.
+static GROUP: std::sync::LazyLock<SpeakerId> =
+    std::sync::LazyLock::new(|| SpeakerId::from_parts("", "everyone present"));
+
 /// The default player, made once: [`SpeakerId::player`] runs for every player line.
 static PLAYER: std::sync::LazyLock<SpeakerId> =
     std::sync::LazyLock::new(|| SpeakerId::from_parts(PLAYER_ID, "the player"));
@@ -143,6 +148,13 @@ impl SpeakerId {
     /// NPC's id, which must itself be lowercase letters, digits and `_`.
     pub fn npc(npc: &NpcId, name: &str) -> Result<Self, SpeakerError> {
         Self::new(&format!("{NPC_PREFIX}{}", npc.as_str()), name)
+    }
+
+    /// Everyone present, as the addressee of a reply heard by several speakers
+    /// (a conversation among NPCs): no line is ever said by it, so a prompt for
+    /// it leaves out every private line. Never valid in a save or a line.
+    pub(crate) fn group() -> &'static SpeakerId {
+        &GROUP
     }
 
     /// The stable id.

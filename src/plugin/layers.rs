@@ -221,6 +221,16 @@ impl Layers<'_> {
         room <= margin.max(1)
     }
 
+    /// The NPC's full log, read-only (marks nothing changed).
+    pub(crate) fn log(&self, npc: &NpcId) -> Option<&ChatLog> {
+        self.logs.0.get(npc)
+    }
+
+    /// The NPC's display name, from its persona.
+    pub(crate) fn name(&self, npc: &NpcId) -> Option<String> {
+        Some(self.contexts.0.get(npc)?.persona().name.clone())
+    }
+
     pub(crate) fn get_mut(&mut self, npc: &NpcId) -> Option<LayersMut<'_>> {
         if !self.contains(npc) {
             return None;

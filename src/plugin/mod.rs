@@ -3,6 +3,7 @@
 mod actions;
 mod bridge;
 mod clock;
+mod conversations;
 mod data_file;
 mod dialogue;
 mod entities;
@@ -32,6 +33,11 @@ use bevy::prelude::*;
 
 pub use actions::{ActionInvocation, AnswerNpcAction, NpcActed, NpcActionsAppExt, ProposedAction};
 pub use clock::{ClockSource, NpcMemoryClock};
+pub use conversations::{
+    Conversation, ConversationEnd, ConversationEnded, ConversationError, ConversationId,
+    ConversationLine, ConversationStarted, Converse, EndConversation, NpcConversations,
+    StartConversation,
+};
 pub use entities::NpcEntities;
 pub use entity_events::{Acted, Interrupt, Replied, ReplyDelta, ReplyFailed, ReplyStarted, TalkTo};
 pub use knowledge::{About, KnowledgeShared, MarkPrivate, NpcWitnessed, ShareKnowledge, Witness};
@@ -294,6 +300,7 @@ impl Plugin for NpcMemoryPlugin {
                     CollectStep::Results,
                     CollectStep::Actions,
                     CollectStep::Record,
+                    CollectStep::Converse,
                     CollectStep::Dispatch,
                 )
                     .chain()
@@ -319,6 +326,7 @@ impl Plugin for NpcMemoryPlugin {
             );
         dialogue::plugin(app);
         clock::plugin(app, self.clock.clone());
+        conversations::plugin(app);
         saves::plugin(app, self.saves.clone());
         messages::plugin(app);
         actions::plugin(app);

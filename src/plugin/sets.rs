@@ -73,8 +73,9 @@ pub(crate) enum IntakeStep {
 
 /// The steps of [`NpcMemorySystems::Collect`], in order: replies and summaries
 /// come back, the actions they call run (the game's handlers are exclusive
-/// systems), the answered calls enter memory, then requests go out, follow-ups
-/// among them, in the same frame.
+/// systems), the answered calls enter memory, conversations among NPCs take
+/// their next turns, then requests go out, follow-ups among them, in the same
+/// frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum CollectStep {
     /// Requests started before `Collect` join the scheduler's queue (cancelled
@@ -85,6 +86,8 @@ pub(crate) enum CollectStep {
     Actions,
     /// Answered calls enter memory.
     Record,
+    /// Lines said in conversations among NPCs go round; next speakers answer.
+    Converse,
     /// Requests started in `Collect` join the queue, and queued requests go out.
     Dispatch,
 }

@@ -9,6 +9,7 @@ mod autoplay;
 mod backend_switch;
 mod bunker_screenshot;
 mod busy_queue;
+mod conversations;
 mod data_files;
 mod debug_report;
 mod degradation;

@@ -171,13 +171,33 @@ impl LayersMut<'_> {
     /// the prompt writes dates. The line is stamped no earlier than the log's newest
     /// message (see [`record`](Self::record)).
     pub fn say(&mut self, line: impl Into<Line>, now: impl Into<Now>) -> Turn {
+        let (recorded, knowledge) = self.record_line(line.into(), now.into());
+        self.turn(recorded, &knowledge)
+    }
+
+    /// A line said where the NPC hears it but does not answer it now: another
+    /// NPC's line in a conversation the NPC takes part in, or the player's words to
+    /// another participant. It enters the log and the window as a line with its
+    /// speaker, as [`say`](Self::say) records it (privacy included; the lore of
+    /// `line` is not used), is summarized and recalled, and a summary starts if
+    /// one is due. No reply request is built.
+    pub fn listen(&mut self, line: impl Into<Line>, now: impl Into<Now>) -> Noted {
+        let (recorded, _) = self.record_line(line.into(), now.into());
+        Noted {
+            index: recorded.index,
+            overflow: recorded.overflow,
+            summary: self.start_summary(),
+        }
+    }
+
+    /// A line enters the log with its speaker and privacy; its lore comes back.
+    fn record_line(&mut self, line: Line, now: Now) -> (Recorded, SharedKnowledge) {
         let Line {
             text,
             speaker,
             private,
             knowledge,
-        } = line.into();
-        let now = now.into();
+        } = line;
         self.context.dates = now.format;
         let origin = if private {
             Origin::SaidPrivately
@@ -186,7 +206,7 @@ impl LayersMut<'_> {
         };
         let speaker = (!speaker.is_player()).then_some(speaker);
         let recorded = self.record_by(Role::User, text, now.seconds, origin, speaker);
-        self.turn(recorded, &knowledge)
+        (recorded, knowledge)
     }
 
     /// The reply request for a player line just recorded.

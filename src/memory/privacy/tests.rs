@@ -169,3 +169,50 @@ fn a_reply_belongs_to_the_line_it_answers() {
     assert!(withheld.any_of(&[3, 0]) && !withheld.any_of(&[2, 3]));
     assert_eq!(addressee(log), Some(&rusty()));
 }
+
+/// In company, a reply is heard by everyone present: when lines from two speakers
+/// came since the NPC last spoke (a conversation among NPCs the player joined),
+/// the prompt is addressed to the group and leaves out every private line, the
+/// player's own among them. Once the NPC answers the player alone again, the
+/// player reads them again.
+#[test]
+fn a_prompt_answered_in_company_leaves_out_every_private_line() {
+    for (name, config) in configs() {
+        let mut memory = memory_with_a_secret(&config, 2);
+        let mut layers = memory.layers();
+        layers.listen(
+            Line::new("Any news from the night shift?").by(&rusty()),
+            60.0,
+        );
+        let in_company = layers
+            .say(
+                "Tell us both: where is the spare key? Under which mat?",
+                61.0,
+            )
+            .messages;
+        assert!(!mentions_secret(&in_company), "{name}: {in_company:#?}");
+        layers.reply("I cannot say here.", 62.0);
+        let alone = layers
+            .say(
+                "Now that we are alone: under which mat is the spare key?",
+                70.0,
+            )
+            .messages;
+        assert!(mentions_secret(&alone), "{name}: {alone:#?}");
+    }
+}
+
+/// A line the NPC only listens to enters the log with its speaker, and asks for
+/// no reply.
+#[test]
+fn a_line_listened_to_is_logged_with_its_speaker() {
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    let noted = memory
+        .layers()
+        .listen(Line::new("The pump is fixed.").by(&rusty()), 5.0);
+    let entry = memory.log.get(noted.index).unwrap();
+    assert_eq!(entry.role, Role::User);
+    assert_eq!(entry.speaker, Some(rusty()));
+    assert_eq!(&*entry.content, "The pump is fixed.");
+    assert!(noted.summary.is_none());
+}

@@ -51,7 +51,7 @@ mod postings;
 mod query;
 mod scratch;
 mod state;
-mod terms;
+pub(crate) mod terms;
 
 #[cfg(test)]
 mod tests;

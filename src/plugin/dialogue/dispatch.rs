@@ -51,7 +51,8 @@ pub(crate) fn queue_outbound(mut q: Queueing) {
                 if let Some(fields) = q.bindings.reply_fields(&npc) {
                     q.requests.set_tags(&npc, task, ReplyTagStream::new(fields));
                 }
-                q.scheduler.queue_reply(&npc, task, request);
+                let class = q.requests.class_of(turn);
+                q.scheduler.queue_reply(&npc, task, request, class);
             }
             Outbound::Summary {
                 npc,

@@ -13,10 +13,12 @@
 //! - `dispatch.rs`: requests are queued and sent; `results.rs`: replies and
 //!   summaries come back; `actions.rs`: the actions a reply called go to the game
 //!   and enter memory.
+//! - `conversing.rs`: conversations among NPCs go round, turn by turn.
 //! - `settle.rs`: what a load or restore leaves for turns.
 //! - `outbox.rs`: what the game hears, as messages and entity events.
 
 mod actions;
+mod conversing;
 mod core;
 mod dispatch;
 mod intake;
@@ -34,6 +36,7 @@ use bevy::prelude::*;
 pub(crate) use intake::FactCursors;
 
 use crate::plugin::actions::rounds_answered;
+use crate::plugin::conversations::{EndConversation, StartConversation};
 use crate::plugin::messages::{
     ClearNpcMemory, InterruptNpc, ReconfigureNpcMemory, SummarizeNow, SwitchBackend, TalkToNpc,
 };
@@ -77,6 +80,9 @@ pub(crate) fn plugin(app: &mut App) {
                     apply_facts,
                     reconfigure_npcs.run_if(on_message::<ReconfigureNpcMemory>),
                     clear_npcs.run_if(on_message::<ClearNpcMemory>),
+                    conversing::start_and_end_conversations.run_if(
+                        on_message::<StartConversation>.or_eager(on_message::<EndConversation>),
+                    ),
                     interrupt_npcs.run_if(on_message::<InterruptNpc>),
                     take_lines.run_if(on_message::<TalkToNpc>),
                     start_lines.run_if(lines_ready),
@@ -104,6 +110,13 @@ pub(crate) fn plugin(app: &mut App) {
                     .chain()
                     .run_if(rounds_answered)
                     .in_set(CollectStep::Record),
+                (
+                    conversing::take_turn_news,
+                    conversing::advance_conversations.run_if(conversing::conversations_running),
+                    start_lines.run_if(lines_ready),
+                )
+                    .chain_ignore_deferred()
+                    .in_set(CollectStep::Converse),
                 (queue_outbound.run_if(outbound_waiting), dispatch_requests)
                     .chain_ignore_deferred()
                     .in_set(CollectStep::Dispatch),

@@ -164,7 +164,10 @@ impl Receive<'_, '_> {
         let resend = self.requests.resend(npc, task, settings.rate_limit_retries);
         let requeued = resend.is_some();
         match resend {
-            Some(Resend::Reply(request)) => self.scheduler.requeue_reply(npc, task, request),
+            Some(Resend::Reply(request)) => {
+                let class = self.requests.reply_class(npc);
+                self.scheduler.requeue_reply(npc, task, request, class);
+            }
             Some(Resend::Summary(job)) => self.scheduler.requeue_summary(npc, task, job),
             None => {}
         }

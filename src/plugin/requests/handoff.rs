@@ -92,6 +92,9 @@ impl NpcRequests {
         messages: Vec<PromptMessage>,
         input: ReplyInput,
     ) {
+        if let Some(tokens) = self.background.get_mut(&turn) {
+            *tokens += estimate_prompt_tokens(&messages) as u64;
+        }
         let ticket = self.reserve();
         let task = ticket.id;
         self.start_reply(npc, ticket, turn);

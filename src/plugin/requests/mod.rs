@@ -14,6 +14,7 @@ pub(crate) use sending::Resend;
 
 use super::bridge::{TaskId, Ticket};
 use super::npc::{NpcState, TurnCounter, TurnId};
+use super::schedule::Class;
 use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJob, SummaryJobId};
 use crate::save::WaitingLine;
 use policy::LineQueue;
@@ -32,6 +33,9 @@ pub struct NpcRequests {
     turns: TurnCounter,
     rules: LineRules,
     handoff: handoff::Handoff,
+    /// Turns of conversations among NPCs, which the scheduler sends as
+    /// background work, and the estimated prompt tokens of their requests.
+    background: HashMap<TurnId, u64>,
 }
 
 #[derive(Default, Debug)]
@@ -471,6 +475,59 @@ impl NpcRequests {
         self.forget(None);
         self.forget_backend_state(None);
         cancelled
+    }
+
+    /// Whether the NPC could take a line at once: it answers none, none waits,
+    /// and its turn is not waiting for the game to answer its actions.
+    pub(crate) fn is_free(&self, npc: &NpcId) -> bool {
+        self.npcs
+            .get(npc)
+            .is_none_or(|slot| !slot.is_answering() && slot.lines.waiting().next().is_none())
+    }
+
+    /// The turn the NPC is on: accepted, answering, or acting.
+    pub(crate) fn turn_in_progress(&self, npc: &NpcId) -> Option<TurnId> {
+        let slot = self.npcs.get(npc)?;
+        slot.starting
+            .as_ref()
+            .map(|line| line.turn)
+            .or(slot.reply.as_ref().map(|reply| reply.turn))
+            .or(slot.acting)
+    }
+
+    /// The first turn id not given out yet: every later turn is newer.
+    pub(crate) fn next_turn(&self) -> TurnId {
+        self.turns.peek()
+    }
+
+    /// `turn` is a conversation among NPCs: its requests are background work.
+    pub(crate) fn mark_background(&mut self, turn: TurnId) {
+        self.background.entry(turn).or_insert(0);
+    }
+
+    /// Whether `turn` is background work.
+    pub(crate) fn is_background(&self, turn: TurnId) -> bool {
+        self.background.contains_key(&turn)
+    }
+
+    /// How the scheduler ranks `turn`'s requests.
+    pub(crate) fn class_of(&self, turn: TurnId) -> Class {
+        if self.is_background(turn) {
+            Class::Chatter
+        } else {
+            Class::Reply
+        }
+    }
+
+    /// How the scheduler ranks the NPC's reply in flight.
+    pub(crate) fn reply_class(&self, npc: &NpcId) -> Class {
+        self.reply_turn(npc)
+            .map_or(Class::Reply, |turn| self.class_of(turn))
+    }
+
+    /// `turn` is over: the estimated prompt tokens its requests sent.
+    pub(crate) fn end_background(&mut self, turn: TurnId) -> u64 {
+        self.background.remove(&turn).unwrap_or(0)
     }
 
     /// Every NPC with a slot.

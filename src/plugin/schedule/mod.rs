@@ -178,8 +178,15 @@ impl NpcMemoryScheduler {
         (npcs, std::mem::take(&mut self.default_retiered))
     }
 
-    /// Queues a reply.
-    pub(crate) fn queue_reply(&mut self, npc: &NpcId, task: TaskId, request: ChatRequest) {
+    /// Queues a reply: one the player waits for ([`Class::Reply`]), or a turn of
+    /// a conversation among NPCs ([`Class::Chatter`]).
+    pub(crate) fn queue_reply(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        request: ChatRequest,
+        class: Class,
+    ) {
         let tokens = crate::memory::estimate_prompt_tokens(&request.messages) as u64;
         let tier = self.tier(npc);
         let work = Work {
@@ -189,7 +196,7 @@ impl NpcMemoryScheduler {
         };
         self.policy
             .queue
-            .push(self.now, Class::Reply, tier, self.now, tokens, work);
+            .push(self.now, class, tier, self.now, tokens, work);
     }
 
     /// Queues a summary; a background NPC's waits `settings.background_delay`
@@ -336,8 +343,14 @@ impl NpcMemoryScheduler {
     }
 
     /// Queues a rate-limited reply again; it goes first when the pause ends.
-    pub(crate) fn requeue_reply(&mut self, npc: &NpcId, task: TaskId, request: ChatRequest) {
-        self.queue_reply(npc, task, request);
+    pub(crate) fn requeue_reply(
+        &mut self,
+        npc: &NpcId,
+        task: TaskId,
+        request: ChatRequest,
+        class: Class,
+    ) {
+        self.queue_reply(npc, task, request, class);
     }
 
     /// Queues a rate-limited summary again, to go when the pause ends.

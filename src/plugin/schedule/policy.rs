@@ -16,12 +16,13 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    /// The limits `class` is held to. Summaries get what the reserve leaves, at
-    /// least 1, so a small budget still lets them through.
+    /// The limits `class` is held to. Summaries and NPCs' talk among themselves
+    /// get what the reserve leaves, at least 1, so a small budget still lets
+    /// them through.
     fn of(self, class: Class) -> (Option<u64>, Option<u64>) {
         match class {
             Class::Reply => (self.requests, self.tokens),
-            Class::Summary => {
+            Class::Summary | Class::Chatter => {
                 let share = self.reply_reserve.clamp(0.0, 1.0);
                 let cap = |limit: u64| {
                     let reserved = (limit as f64 * share).floor() as u64;

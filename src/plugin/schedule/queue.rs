@@ -10,11 +10,15 @@ use std::time::Duration;
 
 use crate::plugin::npc::MemoryTier;
 
-/// What kind of work an entry is; replies outrank every summary.
+/// What kind of work an entry is; replies outrank everything, and NPCs talking
+/// among themselves outrank summaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Class {
     /// Background memory work.
     Summary,
+    /// A turn of a conversation among NPCs: background work the player may
+    /// overhear.
+    Chatter,
     /// A reply the player waits for.
     Reply,
 }
