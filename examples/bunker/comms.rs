@@ -1,11 +1,15 @@
 //! The Comms panel: the conversation with the chosen NPC, streamed replies,
-//! the line input and the shift change button.
+//! the line input and the shift change button, and the NPCs' talk at the shift
+//! change, each line by its speaker.
 
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, egui};
 use bevy_npc_memory::memory::{ActionStep, ChatMessage, Origin};
 use bevy_npc_memory::prelude::*;
 
+use bevy_npc_memory::conversations::{
+    ConversationEnd, ConversationEnded, ConversationLine, StartConversation,
+};
 use bevy_npc_memory::dialogue::NpcReplyDelta;
 use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::knowledge::KnowledgeShared;
@@ -47,6 +51,41 @@ pub(crate) fn follow_briefing(mut chat: ResMut<Chat>, mut shared: MessageReader<
     }
 }
 
+/// Follows the NPCs' talk: each line goes to the log output by its speaker (the
+/// comms log shows it from the listeners' memories); when the shift change's
+/// talk ends, RUSTY-3 briefs ECHO-7.
+pub(crate) fn follow_talk(
+    mut chat: ResMut<Chat>,
+    contexts: Res<ContextMemoryManager>,
+    logs: Res<ChatLogs>,
+    mut lines: MessageReader<ConversationLine>,
+    mut ended: MessageReader<ConversationEnded>,
+    mut share: MessageWriter<ShareKnowledge>,
+) {
+    let name = |npc: &NpcId| {
+        contexts
+            .get(npc)
+            .map_or(npc.to_string(), |c| c.persona().name.clone())
+    };
+    for line in lines.read() {
+        info!("comms: {}: {}", name(&line.speaker), line.text);
+    }
+    for end in ended.read() {
+        let who: Vec<String> = end.participants.iter().map(name).collect();
+        chat.talk = Some(match &end.reason {
+            ConversationEnd::Refused(why) => format!("No talk: {why}."),
+            _ => format!("{} talked ({} line(s)).", who.join(" and "), end.lines),
+        });
+        let due = chat.shift.briefing_due();
+        let tellings = chat.shift.talk_ended(end, &logs);
+        if due && !chat.shift.briefing_due() {
+            // Replaced by `follow_briefing` when RUSTY-3 passes something on.
+            chat.briefing = Some("Shift change: RUSTY-3 had nothing new to pass on.".into());
+        }
+        share.write_batch(tellings);
+    }
+}
+
 /// How the comms log shows one entry: who said it, or where the NPC got it.
 fn comms_line(message: &ChatMessage, npc_name: &str) -> String {
     match (&message.origin, message.role) {
@@ -60,7 +99,16 @@ fn comms_line(message: &ChatMessage, npc_name: &str) -> String {
             _ => format!("[{} {:?}] {}", note.name, note.step, message.content),
         },
         (Origin::SaidPrivately, Role::User) => format!("You (secret): {}", message.content),
-        (_, Role::User) => format!("You: {}", message.content),
+        (_, Role::User) => match &message.speaker {
+            Some(speaker) if speaker.as_npc().is_some() => {
+                format!("{}: {}", speaker.name(), message.content)
+            }
+            // The scene's cue that opens a talk.
+            Some(speaker) if !speaker.is_player() => {
+                format!("[{}] {}", speaker.name(), message.content)
+            }
+            _ => format!("You: {}", message.content),
+        },
         _ => format!("{npc_name}: {}", message.content),
     }
 }
@@ -74,7 +122,7 @@ pub(crate) fn chat_panel(
     contexts: Res<ContextMemoryManager>,
     conversations: Res<NpcRequests>,
     mut talk: MessageWriter<TalkToNpc>,
-    mut share: MessageWriter<ShareKnowledge>,
+    mut start: MessageWriter<StartConversation>,
 ) -> Result {
     let ctx = egui.ctx_mut()?;
     match &scene.backend {
@@ -152,12 +200,18 @@ pub(crate) fn chat_panel(
             ui.horizontal(|ui| {
                 if ui
                     .button("Shift change")
-                    .on_hover_text("RUSTY-3 briefs ECHO-7 on what you told it")
+                    .on_hover_text(
+                        "ECHO-7 and RUSTY-3 talk about their shifts, then RUSTY-3 briefs ECHO-7 on what you told it",
+                    )
                     .clicked()
                 {
-                    share.write_batch(chat.shift.briefing(&logs));
-                    chat.briefing =
-                        Some("Shift change: RUSTY-3 had nothing new to pass on.".into());
+                    let shift_talk = chat.shift.start();
+                    start.write(shift_talk);
+                    chat.talk = Some("ECHO-7 and RUSTY-3 are talking…".into());
+                    chat.briefing = None;
+                }
+                if let Some(talk) = &chat.talk {
+                    ui.weak(talk);
                 }
                 if let Some(briefing) = &chat.briefing {
                     ui.weak(briefing);

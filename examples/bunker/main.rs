@@ -14,9 +14,12 @@
 //!    in-process when the `local-llm` feature is on;
 //! 5. otherwise the offline backend runs and a banner says so.
 //!
-//! A label in the corner names the backend in use. The "Shift change" button makes
-//! RUSTY-3 brief ECHO-7 on what the player told it: ECHO-7 then knows it and who
-//! told it, except what the player asked RUSTY-3 to keep secret ("Send secretly").
+//! A label in the corner names the backend in use. At the "Shift change" button
+//! ECHO-7 and RUSTY-3 talk for a few lines about what each saw on its shift (the
+//! comms log shows the talk, the debug panel's Knowledge section what each heard
+//! from the other); then RUSTY-3 briefs ECHO-7 on what the player told it: ECHO-7
+//! then knows it and who told it, except what the player asked RUSTY-3 to keep
+//! secret ("Send secretly").
 //!
 //! ECHO-7 can open doors and switch lights, RUSTY-3 can repair machines
 //! (`actions.rs`); the scene shows what they did.
@@ -24,8 +27,9 @@
 //! `--autoplay` plays the ECHO-7 walk-through, then a shift change
 //! (`assets/autoplay/shift_change.txt`), then a turn of actions for each NPC
 //! (`assets/autoplay/actions.txt`), through the offline backend and, for the
-//! actions, the scripted one, with the debug panel open on ECHO-7's Actions and
-//! Knowledge sections; with `--screenshot` it saves a screenshot once the
+//! talk's lines and the actions, scripted ones, with the debug panel open on
+//! ECHO-7's Actions and Knowledge sections; each line of the talk is also logged
+//! (`comms: NAME: text`); with `--screenshot` it saves a screenshot once the
 //! conversation is done, then exits.
 
 mod actions;
@@ -47,9 +51,9 @@ use bevy_npc_memory::prelude::*;
 use backend_choice::backend;
 #[cfg(feature = "local-llm")]
 use backend_choice::follow_model;
+use bevy_npc_memory::conversations::{NpcConversations, StartConversation};
 use bevy_npc_memory::dialogue::NpcRequests;
-use bevy_npc_memory::knowledge::ShareKnowledge;
-use comms::{chat_panel, follow_briefing, follow_replies};
+use comms::{chat_panel, follow_briefing, follow_replies, follow_talk};
 use room::{build_bunker, spawn_npcs};
 use script::{AutoplayBackend, ECHO, ROBOT, ShiftChange, Step};
 
@@ -103,6 +107,8 @@ struct Chat {
     shift: ShiftChange,
     /// What the last shift change passed on, for the panel.
     briefing: Option<String>,
+    /// How the last shift change's talk went, for the panel.
+    talk: Option<String>,
 }
 
 /// The scripted conversation of `--autoplay`.
@@ -169,11 +175,12 @@ fn main() -> AppExit {
         errors: HashMap::new(),
         shift: ShiftChange::default(),
         briefing: None,
+        talk: None,
     })
     .add_systems(Startup, (build_bunker, spawn_npcs))
     .add_systems(
         Update,
-        (follow_replies, follow_briefing).after(NpcMemorySystems::Collect),
+        (follow_replies, follow_briefing, follow_talk).after(NpcMemorySystems::Collect),
     )
     .add_systems(EguiPrimaryContextPass, chat_panel);
     #[cfg(feature = "local-llm")]
@@ -215,9 +222,12 @@ fn autoplay(
     mut script: ResMut<Autoplay>,
     mut chat: ResMut<Chat>,
     mut debug: ResMut<NpcMemoryDebugState>,
-    (conversations, contexts, logs): (Res<NpcRequests>, Res<ContextMemoryManager>, Res<ChatLogs>),
-    mut talk: MessageWriter<TalkToNpc>,
-    mut share: MessageWriter<ShareKnowledge>,
+    (requests, talks, contexts): (
+        Res<NpcRequests>,
+        Res<NpcConversations>,
+        Res<ContextMemoryManager>,
+    ),
+    (mut talk, mut start): (MessageWriter<TalkToNpc>, MessageWriter<StartConversation>),
     mut exit: MessageWriter<AppExit>,
 ) {
     let ready =
@@ -228,7 +238,9 @@ fn autoplay(
         exit.write(AppExit::error());
         return;
     }
-    if !ready || !conversations.is_idle() {
+    // Between two lines of a talk no request may be in flight, so the requests
+    // alone would let the next step cut in; and the briefing follows the talk.
+    if !ready || !requests.is_idle() || !talks.is_empty() || chat.shift.briefing_due() {
         script.idle_frames = 0;
         return;
     }
@@ -246,9 +258,16 @@ fn autoplay(
                 script.backend.queue(&step);
                 debug.focus = vec![DebugSection::Actions, DebugSection::Knowledge];
             }
+            None if matches!(step, Step::Says { .. }) => {
+                script.backend.queue(&step);
+                // Queued lines wait for the talk; no pause to watch.
+                script.idle_frames = script.pace_frames;
+                return;
+            }
             None => {
-                share.write_batch(chat.shift.briefing(&logs));
-                // Show where the briefing lands, and with whose name on it.
+                let shift_talk = chat.shift.start();
+                start.write(shift_talk);
+                // Show where the talk and the briefing land, and with whose names.
                 debug.focus = vec![DebugSection::Window, DebugSection::Knowledge];
             }
         }

@@ -77,6 +77,24 @@ pub(crate) enum ItemKind {
         lore: String,
         text: String,
     },
+    /// NPCs talk among themselves, run by the plugin: the lines are said in
+    /// order, round the participants, and NPCs within earshot overhear them.
+    Conversation {
+        participants: Vec<String>,
+        #[serde(default)]
+        topic: Option<String>,
+        #[serde(default)]
+        earshot: Vec<String>,
+        lines: Vec<SpokenLine>,
+    },
+}
+
+/// One line of a conversation among NPCs (its markers are not read).
+#[derive(Deserialize)]
+pub(crate) struct SpokenLine {
+    pub(crate) id: String,
+    pub(crate) speaker: String,
+    pub(crate) text: String,
 }
 
 /// A question: what the player says to whom and when (all the replay sees), and
@@ -234,6 +252,31 @@ fn check(s: &Scenario) -> Result<(), String> {
                     return Err(format!("{what} updates the unknown lore entry {id:?}"));
                 }
             }
+            ItemKind::Conversation {
+                participants,
+                earshot,
+                lines,
+                ..
+            } => {
+                if participants.len() < 2 || lines.is_empty() {
+                    return Err(format!("{what} needs two participants and a line"));
+                }
+                for id in participants.iter().chain(earshot) {
+                    npc(id, &what)?;
+                }
+                for (n, line) in lines.iter().enumerate() {
+                    if line.speaker != participants[n % participants.len()] {
+                        return Err(format!(
+                            "{what}: line {} is not {}'s turn",
+                            line.id,
+                            participants[n % participants.len()]
+                        ));
+                    }
+                    if !items.insert(line.id.as_str()) {
+                        return Err(format!("{what}: line {} appears twice", line.id));
+                    }
+                }
+            }
         }
     }
     let mut questions = HashSet::new();
@@ -251,7 +294,7 @@ fn check(s: &Scenario) -> Result<(), String> {
         for v in &q.truth.via {
             npc(v, &format!("question {}'s via", q.id))?;
         }
-        if matches!(q.truth.category.as_str(), "gossip" | "gossip2") && q.truth.via.is_empty() {
+        if crate::scoring::needs_teller(&q.truth.category) && q.truth.via.is_empty() {
             return Err(format!("gossip question {} names no teller", q.id));
         }
     }

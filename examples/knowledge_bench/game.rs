@@ -20,8 +20,10 @@ use bevy_npc_memory::memory::PromptLanguage;
 use bevy_npc_memory::memory::{Line, LogIndex, NpcMemory, Origin, PromptMessage, SharedKnowledge};
 use bevy_npc_memory::prelude::*;
 
-use crate::data::{Item, ItemKind, LoreSpec, NpcSpec, Question, Scenario, ScopeSpec};
+use crate::data::{Item, ItemKind, LoreSpec, NpcSpec, Question, Scenario, ScopeSpec, SpokenLine};
 use crate::{LORE_RECENT_MESSAGES, WAIT};
+use bevy_npc_memory::conversations::{ConversationEnd, ConversationEnded, StartConversation};
+use bevy_npc_memory::memory::{ConversationRules, ConversationStop};
 
 /// What the plugin reported, collected every frame.
 #[derive(Resource, Default)]
@@ -29,6 +31,7 @@ struct Outcomes {
     replied: Vec<NpcReplied>,
     failed: Vec<NpcReplyFailed>,
     shared: Vec<KnowledgeShared>,
+    ended: Vec<ConversationEnded>,
 }
 
 /// The game time the pending reply arrives at: set between taking the player's
@@ -47,8 +50,10 @@ fn collect(
     mut replied: MessageReader<NpcReplied>,
     mut failed: MessageReader<NpcReplyFailed>,
     mut shared: MessageReader<KnowledgeShared>,
+    mut ended: MessageReader<ConversationEnded>,
     mut out: ResMut<Outcomes>,
 ) {
+    out.ended.extend(ended.read().cloned());
     out.replied.extend(replied.read().cloned());
     out.failed.extend(failed.read().cloned());
     out.shared.extend(shared.read().cloned());
@@ -68,6 +73,8 @@ pub(crate) struct ReplayStats {
     /// Tells sent that taught the listener nothing.
     pub(crate) tells_empty: usize,
     pub(crate) lore_updates: usize,
+    /// Lines NPCs said to each other in conversations the plugin ran.
+    pub(crate) conversation_lines: usize,
     /// Scenarios whose last question was also said for real, and went out exactly
     /// as probed.
     pub(crate) probes_verified: usize,
@@ -282,6 +289,53 @@ impl Game {
         Ok(())
     }
 
+    /// The NPCs talk among themselves, through the plugin's own conversations:
+    /// each speaker's next line is scripted, and every one must be said.
+    fn converse(
+        &mut self,
+        item: &Item,
+        participants: &[String],
+        topic: Option<&str>,
+        earshot: &[String],
+        lines: &[SpokenLine],
+    ) -> Result<(), String> {
+        self.set_time(item.t);
+        for line in lines {
+            self.backend.push_reply(line.text.as_str());
+        }
+        let rules = ConversationRules {
+            max_turns: lines.len() as u32,
+            // The data's lines are said as they are, however alike.
+            repeat_similarity: f32::INFINITY,
+            ..ConversationRules::default()
+        };
+        let mut start = StartConversation::between(participants.iter().map(String::as_str))
+            .with_rules(rules)
+            .within_earshot(earshot.iter().map(String::as_str));
+        if let Some(topic) = topic {
+            start = start.about(topic);
+        }
+        let before = self.app.world().resource::<Outcomes>().ended.len();
+        self.app.world_mut().write_message(start);
+        self.run_until(&format!("conversation {} ends", item.id), |world| {
+            world.resource::<Outcomes>().ended.len() > before
+        })?;
+        let ended = &self.app.world().resource::<Outcomes>().ended[before];
+        let said_all = ended.lines as usize == lines.len()
+            && ended.reason == ConversationEnd::Stopped(ConversationStop::TurnLimit);
+        if !said_all {
+            return Err(format!(
+                "conversation {} ended after {} of {} lines: {:?}",
+                item.id,
+                ended.lines,
+                lines.len(),
+                ended.reason
+            ));
+        }
+        self.stats.conversation_lines += lines.len();
+        Ok(())
+    }
+
     fn update_lore(&mut self, item: &Item, lore: &str, text: &str) {
         self.set_time(item.t);
         self.app
@@ -349,6 +403,12 @@ impl Game {
                 }
                 ItemKind::Tell { from, to, about } => self.tell(item, from, to, about)?,
                 ItemKind::LoreUpdate { lore, text } => self.update_lore(item, lore, text),
+                ItemKind::Conversation {
+                    participants,
+                    topic,
+                    earshot,
+                    lines,
+                } => self.converse(item, participants, topic.as_deref(), earshot, lines)?,
             }
             // Game time passes between items, and summaries finish in it. Waiting
             // for them also makes every run build the same memory: left to race

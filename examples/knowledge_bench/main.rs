@@ -17,7 +17,10 @@
 //!   time: a player line is a `TalkToNpc` (private when the player asked), answered
 //!   by a `ScriptedBackend` with the NPC's own next line; an event is an
 //!   `NpcWitnessed`; gossip is `ShareKnowledge::about_entry`, pointing at the entry
-//!   of the teller's own log that holds the item; a world change is `UpdateLore`.
+//!   of the teller's own log that holds the item; a world change is `UpdateLore`;
+//!   a conversation among NPCs (`"kind": "conversation"`, this bench's own
+//!   addition to the format) is a `StartConversation` the plugin runs, each
+//!   speaker's lines scripted in order, with its bystanders within earshot.
 //!   The offline backend writes the summaries.
 //!
 //! Then, for every question, the prompt the NPC would send if the player said it
@@ -55,7 +58,7 @@ const FORMAT: &str = "npc-knowledge/1";
 /// How far (in characters) the teller's name may be from a marker for provenance.
 const PROVENANCE_WINDOW: usize = 300;
 /// The question categories, in the order the format lists them.
-const CATEGORIES: [&str; 14] = [
+const CATEGORIES: [&str; 18] = [
     "direct",
     "witnessed",
     "unwitnessed",
@@ -70,6 +73,10 @@ const CATEGORIES: [&str; 14] = [
     "lore_updated",
     "stale",
     "adversarial",
+    "conversation",
+    "overheard",
+    "conversation_private",
+    "not_overheard",
 ];
 /// How long one reply or telling may take before the replay gives up.
 const WAIT: Duration = Duration::from_secs(30);
@@ -112,6 +119,7 @@ fn run(args: &Args) -> Result<(), String> {
             stats.tells_about_lore += replay.tells_about_lore;
             stats.tells_empty += replay.tells_empty;
             stats.lore_updates += replay.lore_updates;
+            stats.conversation_lines += replay.conversation_lines;
             stats.probes_verified += replay.probes_verified;
             stats.seconds += replay.seconds;
         }
@@ -131,6 +139,7 @@ fn run(args: &Args) -> Result<(), String> {
                     "tells_skipped_unheld": stats.tells_unheld,
                     "tells_about_lore": stats.tells_about_lore,
                     "lore_updates": stats.lore_updates,
+                    "conversation_lines": stats.conversation_lines,
                     "probes_verified": stats.probes_verified,
                     "seconds": stats.seconds,
                 });

@@ -112,7 +112,7 @@ pub(crate) fn print_table(data: &Path, runs: &[(usize, Value, ReplayStats)]) {
                 .map_or("-".into(), |t| format!("{t:.0}")),
         );
         println!(
-            "  replay: {} lines, {} events, {} tells sent ({} taught nothing), {} tells skipped (teller did not hold the item), {} about lore (not supported), {} lore updates; {} probes said for real went out as probed; {:.1} s",
+            "  replay: {} lines, {} events, {} tells sent ({} taught nothing), {} tells skipped (teller did not hold the item), {} about lore (not supported), {} lore updates, {} lines in conversations among NPCs; {} probes said for real went out as probed; {:.1} s",
             stats.lines,
             stats.events,
             stats.tells_sent,
@@ -120,6 +120,7 @@ pub(crate) fn print_table(data: &Path, runs: &[(usize, Value, ReplayStats)]) {
             stats.tells_unheld,
             stats.tells_about_lore,
             stats.lore_updates,
+            stats.conversation_lines,
             stats.probes_verified,
             stats.seconds,
         );

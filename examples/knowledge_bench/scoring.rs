@@ -92,6 +92,16 @@ pub(crate) struct Row {
     tokens: usize,
 }
 
+/// Whether questions of `category` name who passed the knowledge on (`via`), and
+/// so are scored for provenance: gossip told by `via[0]`, and lines `via[0]` said
+/// in a conversation among NPCs, heard or overheard.
+pub(crate) fn needs_teller(category: &str) -> bool {
+    matches!(
+        category,
+        "gossip" | "gossip2" | "conversation" | "overheard"
+    )
+}
+
 pub(crate) fn score(s: &Scenario, q: &Question, messages: &[PromptMessage]) -> Row {
     let context: Vec<Vec<char>> = messages[..messages.len().saturating_sub(1)]
         .iter()
@@ -104,8 +114,7 @@ pub(crate) fn score(s: &Scenario, q: &Question, messages: &[PromptMessage]) -> R
         .collect();
     let all = present.iter().all(|&p| p);
     let any = present.iter().any(|&p| p);
-    let gossip = matches!(q.truth.category.as_str(), "gossip" | "gossip2");
-    let provenance = (gossip && all).then(|| {
+    let provenance = (needs_teller(&q.truth.category) && all).then(|| {
         let teller = &q.truth.via[0];
         let name = s
             .npcs

@@ -1,5 +1,6 @@
 //! The panel's Knowledge section: what the NPC saw, what it was told and by whom,
-//! what it keeps private, and the lore it can see with each entry's scope.
+//! what other NPCs said to it in conversations, what it keeps private, and the
+//! lore it can see with each entry's scope.
 
 use bevy_egui::egui;
 
@@ -26,9 +27,10 @@ pub(super) fn draw(
     DebugSection::Knowledge.show(
         ui,
         format!(
-            "Knowledge: {} seen, {} heard, {} heard facts, {} private, {} lore",
+            "Knowledge: {} seen, {} heard, {} from NPCs, {} heard facts, {} private, {} lore",
             known.seen.len(),
             known.heard.len(),
+            known.from_npcs.len(),
             known.heard_facts.len(),
             known.private.len(),
             visible.len()
@@ -43,6 +45,17 @@ pub(super) fn draw(
                 if !rows.is_empty() {
                     ui.label(egui::RichText::new(title).strong());
                     rows.iter().for_each(|row| message(ui, row));
+                }
+            }
+            if !known.from_npcs.is_empty() {
+                ui.label(egui::RichText::new("Said to it by other NPCs").strong());
+                for row in &known.from_npcs {
+                    let name = row.speaker.as_ref().map_or("", |s| s.name());
+                    // Rows carry the prompt's `[Name]: ` label once speakers mix.
+                    let label = format!("[{name}]: ");
+                    let text = row.text.strip_prefix(&label).unwrap_or(&row.text);
+                    let text: String = text.chars().take(400).collect();
+                    ui.label(format!("Heard from {name}: {text}"));
                 }
             }
             if !known.heard_facts.is_empty() {

@@ -168,14 +168,17 @@ pub struct KnowledgeRows<'a> {
     pub heard: Vec<&'a MessageRow>,
     /// Player lines (and replies) it keeps to itself.
     pub private: Vec<&'a MessageRow>,
+    /// Lines other NPCs said to it in conversations among NPCs, first-hand:
+    /// what it learned from each of them ([`MessageRow::speaker`] names who).
+    pub from_npcs: Vec<&'a MessageRow>,
     /// Pinned facts other NPCs told it, active ones, with who told them
     /// ([`FactSource::heard`]).
     pub heard_facts: Vec<&'a FactRow>,
 }
 
 impl NpcMemoryReport {
-    /// The log split into what the NPC saw, heard and keeps private, for the
-    /// panel's Knowledge section.
+    /// The log split into what the NPC saw, heard, was told by other NPCs and
+    /// keeps private, for the panel's Knowledge section.
     pub fn knowledge(&self) -> KnowledgeRows<'_> {
         let mut rows = KnowledgeRows::default();
         for row in &self.log {
@@ -183,6 +186,9 @@ impl NpcMemoryReport {
                 crate::memory::Origin::Witnessed { .. } => rows.seen.push(row),
                 crate::memory::Origin::Heard(_) => rows.heard.push(row),
                 crate::memory::Origin::SaidPrivately => rows.private.push(row),
+                crate::memory::Origin::Said if self.said_by_another_npc(row) => {
+                    rows.from_npcs.push(row);
+                }
                 _ => {}
             }
         }
@@ -192,6 +198,15 @@ impl NpcMemoryReport {
             .filter(|f| f.status == FactStatus::Active && f.source.heard().is_some())
             .collect();
         rows
+    }
+
+    fn said_by_another_npc(&self, row: &MessageRow) -> bool {
+        row.role == Role::User
+            && row
+                .speaker
+                .as_ref()
+                .and_then(crate::memory::SpeakerId::as_npc)
+                .is_some_and(|npc| npc != self.npc)
     }
 
     /// The report for `npc`, or `None` if it has no memory.

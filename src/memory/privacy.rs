@@ -16,10 +16,14 @@ use super::speaker::SpeakerId;
 /// Who a prompt speaks to: the speaker of the log's newest line to the NPC, `None`
 /// for the game's default player (and for a log with no line yet).
 ///
-/// When lines from more than one speaker came since the NPC last spoke (a
-/// conversation among NPCs, or the player joining one), the reply is heard by
-/// all of them: it is addressed to [`SpeakerId::group`], which no private line
-/// belongs to, so every private line is left out.
+/// In company the reply is heard by everyone present: when another NPC's line
+/// and a line from someone else came since the NPC last spoke (a conversation
+/// among three NPCs, or the player joining one), the prompt is addressed to
+/// [`SpeakerId::group`], which no private line belongs to, so every private
+/// line is left out. Lines from two players alone are not company: a reply that
+/// failed leaves a player's line unanswered before the next one. A private
+/// newest line is always addressed to its speaker, who said it for the NPC
+/// alone.
 pub(crate) fn addressee(log: &ChatLog) -> Option<&SpeakerId> {
     let mut since_npc_spoke = log
         .messages()
@@ -28,7 +32,15 @@ pub(crate) fn addressee(log: &ChatLog) -> Option<&SpeakerId> {
         .take_while(|m| !is_npc_line(m))
         .filter(|m| is_line_to_npc(m));
     if let Some(newest) = since_npc_spoke.next() {
-        if since_npc_spoke.any(|m| m.speaker != newest.speaker) {
+        let private = newest.origin == Origin::SaidPrivately;
+        let by_npc = |m: &ChatMessage| m.speaker.as_ref().is_some_and(|s| s.as_npc().is_some());
+        let mut npc_heard = by_npc(newest);
+        let mut others = false;
+        for line in since_npc_spoke {
+            npc_heard |= by_npc(line);
+            others |= line.speaker != newest.speaker;
+        }
+        if others && npc_heard && !private {
             return Some(SpeakerId::group());
         }
         return newest.speaker.as_ref();

@@ -1,5 +1,6 @@
 //! The bunker scene in a real window under Xvfb with Mesa's software Vulkan: it plays
-//! the ECHO-7 walk-through and a shift change, opens the debug panel, saves a screenshot through Bevy's
+//! the ECHO-7 walk-through and a shift change (ECHO-7 and RUSTY-3 talk, then RUSTY-3
+//! briefs ECHO-7), opens the debug panel, saves a screenshot through Bevy's
 //! `Screenshot` API and exits. The PNG must have the window's size and real content.
 //!
 //! Needs `xvfb-run` and the bunker example (built with `--features debug-ui`);
@@ -142,10 +143,18 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
         .filter(|e| e["event"] == "request" && e["purpose"] == "reply" && e["npc"] == "echo7")
         .map(|e| e["messages"].as_array().unwrap())
         .collect();
+    // Once ECHO-7 has talked with RUSTY-3, its prompts label the player's lines.
+    let said = |m: &serde_json::Value| {
+        let content = m["content"].as_str().unwrap().to_owned();
+        match content.strip_prefix("[Player]: ") {
+            Some(line) => line.to_owned(),
+            None => content,
+        }
+    };
     let asked = |line: &str| {
         *echo_replies
             .iter()
-            .rfind(|m| m.last().unwrap()["content"] == line)
+            .rfind(|m| said(m.last().unwrap()) == line)
             .unwrap_or_else(|| panic!("no request of ECHO-7 ends with {line:?}"))
     };
     let messages = asked("Anything new from the night shift?");
@@ -153,13 +162,60 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
     assert!(
         messages[1..]
             .iter()
-            .all(|m| m["content"] != "Hello, I'm Alex. I'm here to fix the power system.")
+            .all(|m| said(m) != "Hello, I'm Alex. I'm here to fix the power system.")
     );
     // Then the shift change: ECHO-7's request holds what RUSTY-3 told it, and who
     // told it, but not the line the player asked RUSTY-3 to keep secret.
     let prompt = serde_json::to_string(messages).unwrap();
     assert!(prompt.contains("RUSTY-3") && prompt.contains("coolant pump"));
     assert!(!prompt.contains("storage key"));
+    // Before the briefing the two talked, each line scripted in the shift change's
+    // `says:` lines: the comms log printed each by its speaker, and each NPC was
+    // asked to answer the other's line.
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/autoplay/shift_change.txt"
+    ))
+    .unwrap();
+    let says: Vec<(&str, &str)> = script
+        .lines()
+        .filter_map(|l| l.split_once(" says:"))
+        .map(|(npc, text)| (npc.trim(), text.trim()))
+        .collect();
+    assert_eq!(says.len(), 4, "{says:?}");
+    let comms: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("comms: ").map(|(_, line)| line))
+        .collect();
+    let expected: Vec<String> = says
+        .iter()
+        .map(|(npc, text)| {
+            let name = if *npc == "echo7" { "ECHO-7" } else { "RUSTY-3" };
+            format!("{name}: {text}")
+        })
+        .collect();
+    assert_eq!(comms, expected, "the talk in the comms log");
+    // The last line ends the talk: nobody answers it.
+    for (npc, text) in &says[..says.len() - 1] {
+        let listener = if *npc == "echo7" { "rusty" } else { "echo7" };
+        let heard = events.iter().any(|e| {
+            e["event"] == "request"
+                && e["purpose"] == "reply"
+                && e["npc"] == listener
+                && e["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["content"].as_str().unwrap().contains(text))
+        });
+        assert!(heard, "{listener} was never asked to answer {text:?}");
+    }
+    // Not in the talk either: no request of ECHO-7 ever held the secret.
+    let echo_prompts = events
+        .iter()
+        .filter(|e| e["event"] == "request" && e["npc"] == "echo7")
+        .map(|e| serde_json::to_string(&e["messages"]).unwrap());
+    assert!(echo_prompts.into_iter().all(|p| !p.contains("storage key")));
     // Then a turn of actions: ECHO-7's follow-up request holds the player's line,
     // its call and what came of it, in that order.
     let follow_up = echo_replies
@@ -171,10 +227,7 @@ fn the_bunker_renders_the_scene_and_the_debug_panel() {
                 .starts_with("The action open_door was done")
         })
         .expect("ECHO-7 was asked to follow up on opening the door");
-    let tail: Vec<&str> = follow_up[follow_up.len() - 3..]
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let tail: Vec<String> = follow_up[follow_up.len() - 3..].iter().map(said).collect();
     assert_eq!(tail[0], "ECHO-7, open the reactor door for me.");
     assert!(
         tail[1].starts_with("You used the action open_door"),

@@ -116,6 +116,7 @@ fn harness_with_entities(backend: TalkBackend) -> (Harness, Entity, Entity) {
     let echo = h.spawn("echo7", persona("ECHO-7"));
     let rusty = h.spawn("rusty3", persona("RUSTY-3"));
     h.spawn("mira", persona("Mira"));
+    h.spawn("cato", persona("Cato"));
     (h, echo, rusty)
 }
 
@@ -226,6 +227,8 @@ fn both_logs_hold_every_line_with_its_speaker_and_a_bystander_witnesses_it() {
             .iter()
             .all(|m| !matches!(m.origin, Origin::Witnessed { .. }))
     );
+    // Cato was not within earshot: nothing of it reached him.
+    assert!(h.messages("cato").is_empty(), "{:?}", h.messages("cato"));
     assert!(h.app.world().resource::<NpcConversations>().is_empty());
 }
 
@@ -558,4 +561,55 @@ fn a_start_that_cannot_run_is_refused_with_the_reason() {
         ConversationEnd::Refused(E::BadOpening(_))
     ));
     assert!(h.inbox::<ConversationStarted>().is_empty());
+}
+
+#[test]
+fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
+    let backend = HeldBackend::new();
+    let held = backend.push_held(&["The pump ", "is "], "leaking badly.");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    add_inbox::<ConversationLine>(&mut h.app);
+    add_inbox::<ConversationEnded>(&mut h.app);
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty3", persona("RUSTY-3"));
+    h.app
+        .world_mut()
+        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(2));
+    held.start.release();
+    h.run_until("ECHO-7 is mid-sentence", |world| {
+        world
+            .resource::<crate::support::Inbox<NpcReplyDelta>>()
+            .0
+            .len()
+            >= 2
+    });
+    h.app
+        .world_mut()
+        .write_message(bevy_npc_memory::dialogue::InterruptNpc::new("echo7"));
+    let ended = run_to_end(&mut h);
+    held.finish.release();
+    // The cut-off line counted, and RUSTY-3 answered it: the turn limit ended it.
+    assert_eq!(
+        ended.reason,
+        ConversationEnd::Stopped(ConversationStop::TurnLimit)
+    );
+    let lines: Vec<String> = h
+        .inbox::<ConversationLine>()
+        .iter()
+        .map(|l| l.text.trim().to_owned())
+        .collect();
+    assert_eq!(lines[0], "The pump is");
+    let asked = backend.reply_requests().pop().unwrap();
+    assert_eq!(asked.npc.as_str(), "rusty3");
+    assert!(
+        asked
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("The pump is"),
+        "{:?}",
+        asked.messages.last()
+    );
+    assert!(!asked.messages.iter().any(|m| m.content.contains("leaking")));
 }

@@ -38,18 +38,34 @@ fn the_small_scenario_is_recalled_whole_without_a_leak() {
     let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
     let run = &report["runs"][0];
     assert_eq!(run["budget"], 1000);
-    assert_eq!(run["questions"], 18);
+    assert_eq!(run["questions"], 35);
     assert_eq!(run["knows_recall"], 1.0, "{run:#}");
     assert_eq!(run["leak_rate"], 0.0, "{run:#}");
     assert_eq!(run["adversarial_hit_rate"], 0.0, "{run:#}");
     assert_eq!(run["provenance"], 1.0, "{run:#}");
-    assert_eq!(run["provenance_n"], 3, "every gossip question is scored");
+    assert_eq!(
+        run["provenance_n"], 13,
+        "every gossip question, and every line heard or overheard in a conversation among NPCs, is scored"
+    );
     assert_eq!(run["replay"]["tells_sent"], 3, "{run:#}");
     assert_eq!(run["replay"]["tells_taught_nothing"], 0, "{run:#}");
+    assert_eq!(run["replay"]["conversation_lines"], 8, "{run:#}");
     assert_eq!(
-        run["replay"]["probes_verified"], 1,
+        run["replay"]["probes_verified"], 2,
         "a real line sends the probed prompt"
     );
+    // Facts that travelled only through a conversation among NPCs reached the
+    // participants and the bystander, with the speaker named; the part the
+    // bystander did not hear, and the player's private line, reached no one.
+    let by = &run["by_category"];
+    for (category, n) in [("conversation", 6), ("overheard", 4)] {
+        assert_eq!(by[category]["questions"], n, "{by:#}");
+        assert_eq!(by[category]["knows_recall"], 1.0, "{category}: {by:#}");
+        assert_eq!(by[category]["provenance"], 1.0, "{category}: {by:#}");
+    }
+    for category in ["not_overheard", "conversation_private"] {
+        assert_eq!(by[category]["leak_rate"], 0.0, "{category}: {by:#}");
+    }
 
     // The dumps are what the data's own scorer reads: one file per question, the
     // question last, and nothing of the answer key in them.

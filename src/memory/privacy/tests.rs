@@ -216,3 +216,35 @@ fn a_line_listened_to_is_logged_with_its_speaker() {
     assert_eq!(&*entry.content, "The pump is fixed.");
     assert!(noted.summary.is_none());
 }
+
+/// Two players whose lines meet because a reply failed are not company: the
+/// second is answered as ever, with his own private lines.
+#[test]
+fn an_unanswered_line_of_another_player_is_not_company() {
+    let bob = SpeakerId::new("bob", "Bob").unwrap();
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    exchange(
+        &mut memory,
+        Line::new(SECRET).by(&bob).privately(),
+        SECRET_REPLY,
+        0.0,
+    );
+    let mut layers = memory.layers();
+    // The player's line whose reply failed: nothing of the NPC's follows it.
+    layers.say("Is the lift working?", 10.0);
+    let to_bob = layers
+        .say(Line::new("Which mat was it again?").by(&bob), 20.0)
+        .messages;
+    assert!(mentions_secret(&to_bob), "{to_bob:#?}");
+}
+
+/// A private line said in company is still said to the NPC: its own prompt
+/// holds it, addressed to its speaker alone.
+#[test]
+fn a_private_line_said_in_company_reaches_its_own_prompt() {
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    let mut layers = memory.layers();
+    layers.listen(Line::new("The pumps are fine.").by(&rusty()), 0.0);
+    let messages = layers.say(Line::new(SECRET).privately(), 5.0).messages;
+    assert!(mentions_secret(&messages), "{messages:#?}");
+}

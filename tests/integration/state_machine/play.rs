@@ -17,6 +17,10 @@ use super::steps::{NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
 use bevy_npc_memory::backends::Purpose;
+use bevy_npc_memory::conversations::{
+    ConversationEnded, ConversationLine, ConversationStarted, EndConversation, NpcConversations,
+    StartConversation,
+};
 use bevy_npc_memory::dialogue::InterruptNpc;
 use bevy_npc_memory::dialogue::NpcReplyStarted;
 use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
@@ -74,6 +78,9 @@ pub struct Play {
     history: Vec<Vec<Log>>,
     requests: Vec<ChatRequest>,
     talks: usize,
+    /// Set by a conversation step: its two NPCs, and how many conversation lines
+    /// had been said before it.
+    conversing: Option<(usize, usize, usize)>,
     snapshot: Option<SaveGame>,
     /// Saves the game wrote and has not loaded yet: loading a file makes it the
     /// autosave slot, so what it holds then changes.
@@ -130,6 +137,9 @@ impl Play {
         add_inbox::<MemoryRestored>(&mut h.app);
         add_inbox::<MemoryRestoreFailed>(&mut h.app);
         add_inbox::<KnowledgeShared>(&mut h.app);
+        add_inbox::<ConversationStarted>(&mut h.app);
+        add_inbox::<ConversationLine>(&mut h.app);
+        add_inbox::<ConversationEnded>(&mut h.app);
         let personas = [
             Persona::new("ECHO-7", "You are ECHO-7, the bunker AI.")
                 .with_window(4)
@@ -172,6 +182,7 @@ impl Play {
             history: vec![Vec::new(); NPCS],
             requests: Vec::new(),
             talks: 0,
+            conversing: None,
             snapshot: None,
             saves: Vec::new(),
             slot: play_slot,
@@ -273,6 +284,7 @@ impl Play {
     pub fn run(&mut self, step: &Step) {
         self.before = (0..NPCS).map(|npc| self.log(npc)).collect();
         self.may_shrink = vec![false; NPCS];
+        self.conversing = None;
         match step {
             Step::Talk {
                 npc,
@@ -390,6 +402,13 @@ impl Play {
             Step::TakeSnapshot => self.snapshot = Some(self.current()),
             Step::RestoreSnapshot => self.restore(),
             Step::Kill { cut } => self.kill(*cut),
+            Step::Converse {
+                first,
+                second,
+                topic,
+                turns,
+                end_early,
+            } => self.converse((*first, *second), topic, *turns, *end_early),
         }
         self.h.settle();
         self.requests = self.stage.take_requests();
@@ -489,6 +508,47 @@ impl Play {
                 });
             self.write(InterruptNpc::new(self.ids[npc].clone()));
         }
+    }
+
+    /// Two NPCs talk among themselves; every turn answers with a shareable tag,
+    /// so where each line went can be read off the logs.
+    fn converse(
+        &mut self,
+        (first, second): (usize, usize),
+        topic: &str,
+        turns: u32,
+        end_early: bool,
+    ) {
+        let lines_before = self.count::<ConversationLine>();
+        for npc in [first, second] {
+            let answers = (0..turns)
+                .map(|_| Answer::Say(format!("⟦{}⟧ all quiet", self.tag('s'))))
+                .collect();
+            self.stage.answer(&self.ids[npc], answers);
+        }
+        let started = self.count::<NpcReplyStarted>();
+        let ended = self.count::<ConversationEnded>();
+        let ids = [self.ids[first].clone(), self.ids[second].clone()];
+        self.write(
+            StartConversation::between(ids.clone())
+                .about(topic)
+                .max_turns(turns),
+        );
+        if end_early {
+            self.h
+                .run_until("the first line is said or the start refused", |world| {
+                    world.resource::<Inbox<ConversationLine>>().0.len() > lines_before
+                        || world.resource::<Inbox<ConversationEnded>>().0.len() > ended
+                });
+            self.write(EndConversation::involving(ids[0].clone()));
+        }
+        self.h.run_until("the conversation ends", |world| {
+            world.resource::<Inbox<ConversationEnded>>().0.len() > ended
+        });
+        self.h.settle();
+        // Each turn answered a line of its own: one outcome each.
+        self.talks += self.count::<NpcReplyStarted>() - started;
+        self.conversing = Some((first, second, lines_before));
     }
 
     fn mark_private(&mut self, npc: usize, index: u64) {
@@ -700,9 +760,11 @@ impl Play {
                 if to_co_op != private.co_op {
                     assert!(
                         !request.messages.iter().any(|m| m.content.contains(&needle)),
-                        "{} reached a prompt NPC {} answered the other player from",
+                        "{} reached a prompt NPC {} answered the other player from (conversation step: {:?}): {:#?}",
                         private.tag,
-                        private.owner
+                        private.owner,
+                        self.conversing,
+                        request.messages
                     );
                 }
             }
@@ -749,12 +811,60 @@ impl Play {
                 }
             }
         }
+        self.check_conversations();
         // Every line got its reply or its failure.
         assert_eq!(
             self.count::<NpcReplied>() + self.count::<NpcReplyFailed>(),
             self.talks,
             "every line has an outcome"
         );
+    }
+}
+
+impl Play {
+    /// No conversation outlives its step; a conversation's prompts hold no
+    /// private line of anyone; every line it said is in the other NPC's log.
+    fn check_conversations(&self) {
+        assert!(
+            self.h.app.world().resource::<NpcConversations>().is_empty(),
+            "a conversation is still running"
+        );
+        assert!(
+            self.count::<ConversationEnded>() >= self.count::<ConversationStarted>(),
+            "a conversation never ended"
+        );
+        let Some((first, second, lines_before)) = self.conversing else {
+            return;
+        };
+        for request in self
+            .requests
+            .iter()
+            .filter(|r| r.purpose() == Purpose::Reply)
+        {
+            for private in &self.private {
+                let needle = format!("⟦{}⟧", private.tag);
+                assert!(
+                    !request.messages.iter().any(|m| m.content.contains(&needle)),
+                    "{} reached a prompt of a conversation among NPCs",
+                    private.tag
+                );
+            }
+        }
+        for line in &self.h.inbox::<ConversationLine>()[lines_before..] {
+            let other = if line.speaker == self.ids[first] {
+                second
+            } else {
+                first
+            };
+            let heard = self.log(other);
+            let said = line.text.trim();
+            assert!(
+                heard
+                    .iter()
+                    .any(|(role, text)| *role == Role::User && said.starts_with(text.trim())),
+                "{said:?} is missing from NPC {other}'s log"
+            );
+        }
     }
 }
 

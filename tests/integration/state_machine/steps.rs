@@ -145,11 +145,20 @@ pub enum Step {
     Kill {
         cut: f64,
     },
+    /// Two NPCs talk among themselves for up to `turns` lines, about `topic`;
+    /// the game may end it after its first line.
+    Converse {
+        first: usize,
+        second: usize,
+        topic: String,
+        turns: u32,
+        end_early: bool,
+    },
 }
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 21;
+    pub const KINDS: usize = 22;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -175,6 +184,7 @@ impl Step {
             Step::TakeSnapshot => "take snapshot",
             Step::RestoreSnapshot => "restore snapshot",
             Step::Kill { .. } => "kill",
+            Step::Converse { .. } => "converse",
         }
     }
 }
@@ -264,6 +274,15 @@ impl ReferenceStateMachine for Model {
             1 => Just(Step::TakeSnapshot),
             1 => Just(Step::RestoreSnapshot),
             1 => (0.0..1.0f64).prop_map(|cut| Step::Kill { cut }),
+            2 => (two_npcs(), text(), 1..5u32, prop::bool::weighted(0.25)).prop_map(
+                |((first, second), topic, turns, end_early)| Step::Converse {
+                    first,
+                    second,
+                    topic,
+                    turns,
+                    end_early,
+                }
+            ),
         ]
         .boxed()
     }
