@@ -24,8 +24,8 @@ pub const MAX_CONVERSATION_TURNS: u32 = 200;
 #[type_path = "bevy_npc_memory::memory"]
 #[serde(default, deny_unknown_fields)]
 pub struct ConversationRules {
-    /// Lines the NPCs say in all, the opening line included; capped at
-    /// [`MAX_CONVERSATION_TURNS`]. 6 by default.
+    /// Lines the NPCs say in all, the opening line included: at least one, at
+    /// most [`MAX_CONVERSATION_TURNS`]. 6 by default.
     pub max_turns: u32,
     /// Tokens the conversation's replies may spend, prompts and completions (as
     /// the backend reports them, estimated when it reports none); no limit when
