@@ -16,7 +16,7 @@ use crate::plugin::bridge::LlmBridge;
 use crate::plugin::layers::Layers;
 use crate::plugin::persona::PersonaBindings;
 use crate::plugin::requests::{NpcRequests, Outbound};
-use crate::plugin::schedule::{Entry, NpcMemoryScheduler, Work, WorkKind};
+use crate::plugin::schedule::{Class, Entry, NpcMemoryScheduler, Work, WorkKind};
 use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::telemetry::TelemetryEvent;
 
@@ -51,7 +51,7 @@ pub(crate) fn queue_outbound(mut q: Queueing) {
                 if let Some(fields) = q.bindings.reply_fields(&npc) {
                     q.requests.set_tags(&npc, task, ReplyTagStream::new(fields));
                 }
-                let class = q.requests.class_of(turn);
+                let class = Class::of_reply(q.requests.is_background(turn));
                 q.scheduler.queue_reply(&npc, task, request, class);
             }
             Outbound::Summary {

@@ -19,7 +19,7 @@ use crate::plugin::messages::{NpcReplied, NpcReplyDelta, NpcReplyFailed, ReplyEr
 use crate::plugin::npc::TurnId;
 use crate::plugin::persona::PersonaBindings;
 use crate::plugin::requests::{Arrived, ArrivedWork, FinishedTask, NpcRequests, Resend};
-use crate::plugin::schedule::NpcMemoryScheduler;
+use crate::plugin::schedule::{Class, NpcMemoryScheduler};
 use crate::plugin::settings::NpcMemorySettings;
 use crate::plugin::telemetry::{Telemetry, TelemetryEvent};
 use crate::plugin::usage::{RequestFinished, RequestOutcome};
@@ -165,7 +165,7 @@ impl Receive<'_, '_> {
         let requeued = resend.is_some();
         match resend {
             Some(Resend::Reply(request)) => {
-                let class = self.requests.reply_class(npc);
+                let class = Class::of_reply(self.requests.reply_is_background(npc));
                 self.scheduler.requeue_reply(npc, task, request, class);
             }
             Some(Resend::Summary(job)) => self.scheduler.requeue_summary(npc, task, job),

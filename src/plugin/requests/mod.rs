@@ -14,7 +14,6 @@ pub(crate) use sending::Resend;
 
 use super::bridge::{TaskId, Ticket};
 use super::npc::{NpcState, TurnCounter, TurnId};
-use super::schedule::Class;
 use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJob, SummaryJobId};
 use crate::save::WaitingLine;
 use policy::LineQueue;
@@ -510,19 +509,10 @@ impl NpcRequests {
         self.background.contains_key(&turn)
     }
 
-    /// How the scheduler ranks `turn`'s requests.
-    pub(crate) fn class_of(&self, turn: TurnId) -> Class {
-        if self.is_background(turn) {
-            Class::Chatter
-        } else {
-            Class::Reply
-        }
-    }
-
-    /// How the scheduler ranks the NPC's reply in flight.
-    pub(crate) fn reply_class(&self, npc: &NpcId) -> Class {
+    /// Whether the NPC's reply in flight is background work.
+    pub(crate) fn reply_is_background(&self, npc: &NpcId) -> bool {
         self.reply_turn(npc)
-            .map_or(Class::Reply, |turn| self.class_of(turn))
+            .is_some_and(|turn| self.is_background(turn))
     }
 
     /// `turn` is over: the estimated prompt tokens its requests sent.

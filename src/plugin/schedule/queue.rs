@@ -23,6 +23,18 @@ pub(crate) enum Class {
     Reply,
 }
 
+impl Class {
+    /// The class of a reply: a turn of a conversation among NPCs is background
+    /// work, any other reply is one the player waits for.
+    pub(crate) fn of_reply(background: bool) -> Self {
+        if background {
+            Self::Chatter
+        } else {
+            Self::Reply
+        }
+    }
+}
+
 /// An entry's rank among the ready ones: the greater goes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Rank {
