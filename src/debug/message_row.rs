@@ -46,4 +46,12 @@ pub(super) fn message(ui: &mut egui::Ui, row: &MessageRow) {
     });
     let text: String = row.text.chars().take(400).collect();
     ui.label(text);
+    if !row.notes.is_empty() {
+        let notes: Vec<&str> = row.notes.iter().map(|n| &**n).collect();
+        ui.label(
+            egui::RichText::new(format!("notes (recall only): {}", notes.join(" · ")))
+                .small()
+                .weak(),
+        );
+    }
 }

@@ -34,6 +34,9 @@ pub struct MessageRow {
     pub origin: crate::memory::Origin,
     /// Who said a player line, when it was not the default player.
     pub speaker: Option<crate::memory::SpeakerId>,
+    /// The summarizer's notes on it, which recall indexes with it and no prompt
+    /// shows.
+    pub notes: Vec<std::sync::Arc<str>>,
 }
 
 /// One summary in the history.
@@ -225,6 +228,15 @@ impl NpcMemoryReport {
         let dates = context.date_format();
         // Labelled as the prompt labels them, so the rows show what is sent.
         let labels = crate::memory::player_label_if_mixed(log, &context.persona);
+        // Once per report: a row looking through every note would cost the
+        // whole list per line.
+        let mut notes: std::collections::HashMap<LogIndex, Vec<std::sync::Arc<str>>> =
+            std::collections::HashMap::new();
+        for note in context.recall.notes() {
+            for &line in &note.lines {
+                notes.entry(line).or_default().push(note.text.clone());
+            }
+        }
         let row = |m: &crate::memory::ChatMessage| {
             let shown = m.to_prompt_labelled(dates, labels);
             MessageRow {
@@ -236,6 +248,7 @@ impl NpcMemoryReport {
                 unsummarized: m.index >= covered,
                 origin: m.origin.clone(),
                 speaker: m.speaker.clone(),
+                notes: notes.get(&m.index).cloned().unwrap_or_default(),
             }
         };
         // The system prompt as the next reply would send it; the window as it stands.
@@ -258,6 +271,7 @@ impl NpcMemoryReport {
             unsummarized: false,
             origin: Default::default(),
             speaker: None,
+            notes: Vec::new(),
         }];
         window_rows.extend(window.messages(log).iter().map(row));
         Some(Self {

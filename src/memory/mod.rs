@@ -64,6 +64,7 @@ pub mod limits {
     pub use super::npc::MAX_TOLD_PER_QUERY;
     pub use super::npc_id::MAX_NPC_ID_CHARS;
     pub use super::origin::MAX_CHAIN;
+    pub use super::recall::{MAX_NOTE_CHARS, MAX_NOTE_LINES, MAX_NOTES, MAX_NOTES_PER_SUMMARY};
     pub use super::reply_fields::{
         MAX_REPLY_FIELD_CHARS, MAX_REPLY_FIELD_VALUES, MAX_REPLY_FIELDS, MAX_REPLY_TAG_CHARS,
     };
@@ -110,7 +111,10 @@ pub use npc_id::NpcId;
 pub use origin::{Hearsay, Origin, Source, Teller};
 pub use parts::MemoryParts;
 pub use persona::{PersonaPrompt, PromptLanguage, SummaryStyle};
-pub use recall::{RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason, RecallState};
+pub use recall::{
+    LineNote, NoteError, RecallConfig, RecallHit, RecallIndex, RecallQuery, RecallReason,
+    RecallState,
+};
 pub use reply_fields::{ReplyFieldSet, ReplyFields, ReplyTagStream, check_reply_field};
 pub use segments::{SegmentConfig, SegmentPriority, Segments, SummarySegment};
 pub use speaker::{SpeakerError, SpeakerId};

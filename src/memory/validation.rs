@@ -12,6 +12,7 @@ use super::context::{Degradation, SummaryRecord};
 use super::invalid_field::InvalidField;
 use super::message::LogIndex;
 use super::parts::MemoryParts;
+use super::recall::{LineNote, MAX_NOTES};
 
 /// The largest window, threshold or hard cap a memory may have, in messages.
 pub const MAX_WINDOW_MESSAGES: usize = 100_000;
@@ -390,8 +391,31 @@ impl MemoryParts {
             self.recall.access_counts.iter().map(|&(index, _)| index),
             len,
         )?;
-        Ok(())
+        check_notes(&self.recall.notes, len)
     }
+}
+
+/// The summarizer's notes in a save: within the limits a live note is held to,
+/// each citing lines of this log in order.
+fn check_notes(notes: &[LineNote], len: LogIndex) -> Result<(), InvalidField> {
+    if notes.len() > MAX_NOTES {
+        return Err(invalid(
+            "recall.notes",
+            format!("holds {} notes, over the limit of {MAX_NOTES}", notes.len()),
+        ));
+    }
+    for (position, note) in notes.iter().enumerate() {
+        let field = format!("recall.notes[{position}]");
+        let checked = LineNote::new(&note.text, note.lines.iter().copied(), 0..len)
+            .map_err(|error| invalid(&field, error.to_string()))?;
+        if checked != *note {
+            return Err(invalid(
+                field,
+                "is untrimmed, or cites its lines out of order or twice",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn index_at_most(field: &str, index: LogIndex, len: LogIndex) -> Result<(), InvalidField> {

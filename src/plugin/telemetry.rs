@@ -82,6 +82,13 @@ pub enum TelemetryEvent {
         /// Messages the forgetting policy took out of recall afterwards.
         #[serde(skip_serializing_if = "is_zero")]
         forgotten_messages: usize,
+        /// Notes on lines the summarizer wrote that recall now indexes.
+        #[serde(skip_serializing_if = "is_zero")]
+        notes_added: usize,
+        /// Notes it wrote that were dropped (malformed, too long, citing lines
+        /// outside the summary, or past the limits).
+        #[serde(skip_serializing_if = "is_zero")]
+        notes_dropped: usize,
     },
     /// A reply was longer than `NpcMemorySettings::max_reply_chars` and was cut
     /// before it entered memory.

@@ -33,7 +33,10 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 /// - 7: adds log entries for game actions an NPC called and what came of them
 ///   (origin `{"acted": {name, call, step}}`). Older saves have none and load
 ///   unchanged; a build that only knows 6 refuses a save that may hold them.
-pub const SAVE_FORMAT_VERSION: u32 = 7;
+/// - 8: adds the summarizer's notes on lines (`recall.notes`), which recall
+///   indexes with the lines they cite. Older saves have none and load unchanged;
+///   a build that only knows 7 refuses a save that may hold them.
+pub const SAVE_FORMAT_VERSION: u32 = 8;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.

@@ -22,6 +22,10 @@ pub struct FactsConfig {
     pub history_per_key: usize,
     /// Most fact updates accepted in one summarizer reply; more make it malformed.
     pub max_updates: usize,
+    /// Whether the summarizer is also asked for notes on the lines it folds
+    /// ([`LineNote`](crate::memory::LineNote)), which recall indexes with them and
+    /// no prompt shows. Only asked when recall is on. On by default.
+    pub notes: bool,
 }
 
 impl Default for FactsConfig {
@@ -35,6 +39,7 @@ impl Default for FactsConfig {
             // One summary covers about ten messages; more updates than this is a
             // model listing everything again, not news.
             max_updates: 16,
+            notes: true,
         }
     }
 }

@@ -32,7 +32,9 @@ pub use fact::{Fact, FactChange, FactChangeKind, FactSource, FactStatus, HeardFa
 pub use key::{FactCategory, FactKey, FactKeyError};
 pub use store::PinnedFacts;
 
-pub(crate) use prompt::{facts_instruction, indexed_transcript, speakers_instruction};
+pub(crate) use prompt::{
+    facts_instruction, indexed_transcript, notes_instruction, speakers_instruction,
+};
 #[cfg(test)]
 use render::{FACTS_CLOSE, FACTS_OPEN, facts_header};
 pub(crate) use store::{MAX_EVIDENCE, check_saved_fact};

@@ -40,6 +40,20 @@ evidence 是能证明该事实的消息的 # 编号。只列出新的或改变�
 示例：
 {"summary": "Alex 来修复供电系统。", "facts": [{"key": "player_name", "value": "Alex", "evidence": [0]}, {"key": "promise:fix_radio", "status": "outdated"}]}"#;
 
+/// Appended to the facts instruction when recall is on and notes are asked for:
+/// the optional `notes` field that [`parse_summary_reply`](super::parse_summary_reply)
+/// reads into [`LineNote`](crate::memory::LineNote)s.
+pub fn notes_instruction(language: PromptLanguage) -> &'static str {
+    match language {
+        PromptLanguage::English => {
+            r#"You may add "notes": [{"text": "<a few words>", "lines": [<message #numbers>]}]: short phrases saying what lines are about, in words a later question might use (topics, people, places, things, plans), each with the #numbers of the lines it describes. Notes are only for search; nobody reads them."#
+        }
+        PromptLanguage::Chinese => {
+            r#"可以加上 "notes": [{"text": "<几个词>", "lines": [<消息编号>]}]：用以后提问可能用到的词（话题、人物、地点、物品、计划）简短说明这些消息讲什么，并附上所说明消息的 # 编号。notes 只用于检索，没有人会读。"#
+        }
+    }
+}
+
 /// Appended to the facts instruction when the transcript holds lines of speakers
 /// other than the default player, which it names `Name (id)`: each speaker's own
 /// name goes under its own key, so co-op players never overwrite each other.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::memory::message::LogIndex;
+use crate::memory::recall::{LineNote, MAX_NOTES_PER_SUMMARY};
 
 use super::config::FactsConfig;
 use super::error::FactsError;
@@ -47,6 +48,11 @@ pub struct SummaryReply {
     pub summary: String,
     /// The fact updates, in the order given; at most one per key.
     pub updates: Vec<FactUpdate>,
+    /// The notes on lines that passed their checks, in the order given.
+    pub notes: Vec<LineNote>,
+    /// Notes dropped: malformed, empty, too long, citing no line, too many lines
+    /// or a line outside the summary, or past [`MAX_NOTES_PER_SUMMARY`].
+    pub dropped_notes: usize,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +63,16 @@ struct RawReply {
     // over an empty list.
     #[serde(default)]
     facts: Vec<RawUpdate>,
+    // Notes only help recall: a bad one is dropped, never the summary with it.
+    #[serde(default)]
+    notes: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNote {
+    text: String,
+    lines: Vec<LogIndex>,
 }
 
 #[derive(Deserialize)]
@@ -114,10 +130,34 @@ pub fn parse_summary_reply(
             Ok(update)
         })
         .collect::<Result<_, _>>()?;
+    let (notes, dropped_notes) = check_notes(reply.notes, &covered);
     Ok(SummaryReply {
         summary: summary.to_owned(),
         updates,
+        notes,
+        dropped_notes,
     })
+}
+
+/// The notes that pass their checks, and how many did not. Anything but a list
+/// counts as one dropped note; `null` (no notes) as none.
+fn check_notes(raw: serde_json::Value, covered: &Range<LogIndex>) -> (Vec<LineNote>, usize) {
+    let list = match raw {
+        serde_json::Value::Null => return (Vec::new(), 0),
+        serde_json::Value::Array(list) => list,
+        _ => return (Vec::new(), 1),
+    };
+    let total = list.len();
+    let notes: Vec<LineNote> = list
+        .into_iter()
+        .filter_map(|value| {
+            let raw: RawNote = serde_json::from_value(value).ok()?;
+            LineNote::new(&raw.text, raw.lines, covered.clone()).ok()
+        })
+        .take(MAX_NOTES_PER_SUMMARY)
+        .collect();
+    let dropped = total - notes.len();
+    (notes, dropped)
 }
 
 /// The reply without one surrounding code fence, if it has exactly that shape.

@@ -513,6 +513,22 @@ impl LayersMut<'_> {
         }
     }
 
+    /// Notes on lines of the log, as the summarizer writes them (see
+    /// [`LineNote`](super::recall::LineNote)): recall indexes each with the lines
+    /// it cites, and no prompt ever shows it. For a game or a tool that has notes
+    /// of its own. Notes citing lines past the log's end are dropped. Returns how
+    /// many were kept.
+    pub fn add_notes(&mut self, notes: impl IntoIterator<Item = super::recall::LineNote>) -> usize {
+        let end = self.log.next_index();
+        let mut kept = 0;
+        for note in notes {
+            if note.lines.iter().all(|&line| line < end) && self.context.recall.add_note(note) {
+                kept += 1;
+            }
+        }
+        kept
+    }
+
     /// Messages recall would have to index if it were switched on now: the part of
     /// the log its index has not seen. Switching recall on for a long log costs
     /// about 5 µs per message, so a game may build the index elsewhere first

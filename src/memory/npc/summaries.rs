@@ -110,20 +110,21 @@ impl LayersMut<'_> {
         let covered = job.covered.clone();
         let context = &*self.context;
         let checked = result.and_then(|raw| {
-            let (summary, updates) = if wants_facts {
+            let (summary, updates, notes) = if wants_facts {
                 let reply = parse_summary_reply(raw, covered, &context.features.facts)
                     .map_err(|why| format!("malformed summary: {why}"))?;
-                (reply.summary, reply.updates)
+                let notes = (reply.notes, reply.dropped_notes);
+                (reply.summary, reply.updates, notes)
             } else {
-                (raw.to_owned(), Vec::new())
+                (raw.to_owned(), Vec::new(), (Vec::new(), 0))
             };
             let summary = context
                 .validate(&summary)
                 .map_err(|why| format!("malformed summary: {why}"))?;
-            Ok((summary, updates))
+            Ok((summary, updates, notes))
         });
         match checked {
-            Ok((summary, mut updates)) => {
+            Ok((summary, mut updates, (notes, notes_dropped))) => {
                 // `player_name:<id>` is the name of a speaker who spoke; any other
                 // id is the model's guess and would pin a name on no one.
                 let speakers = self.log.speakers();
@@ -132,6 +133,9 @@ impl LayersMut<'_> {
                     _ => true,
                 });
                 let mut update = self.accept(summary, &updates);
+                let offered = notes.len();
+                update.notes_added = self.add_notes(notes);
+                update.notes_dropped = notes_dropped + (offered - update.notes_added);
                 update.next = self.start_summary();
                 SummaryOutcome::Updated(update)
             }
@@ -199,6 +203,8 @@ impl LayersMut<'_> {
             trigger: job.trigger,
             fact_changes,
             forgotten,
+            notes_added: 0,
+            notes_dropped: 0,
             next: None,
         }
     }

@@ -51,6 +51,8 @@ pub struct RecallIndex {
     pub(super) newest_stamp: f64,
     /// Reused for the text of date terms.
     date_buffer: String,
+    /// The summarizer's notes on lines, and their terms.
+    pub(super) notes: super::notes::NoteIndex,
 }
 
 impl RecallIndex {
@@ -149,6 +151,7 @@ impl RecallIndex {
             self.index_terms(doc, &hashes, words);
         }
         self.term_buffer = hashes;
+        self.index_waiting_notes(doc);
     }
 
     /// Number of log messages added, system messages included.
@@ -196,6 +199,7 @@ impl RecallIndex {
             + self.scratch.memory_bytes()
             + self.term_buffer.capacity() * size_of::<u64>()
             + self.date_buffer.capacity()
+            + self.notes.memory_bytes()
     }
 
     pub(super) fn doc(&self, index: LogIndex) -> Option<&DocEntry> {

@@ -42,11 +42,13 @@
 //! assert_eq!(hits[0].index, 0);
 //! ```
 
+mod annotate;
 mod config;
 mod dates;
 mod dictionary;
 mod expansion;
 mod index;
+mod notes;
 mod postings;
 mod query;
 mod scratch;
@@ -58,6 +60,9 @@ mod tests;
 
 pub use config::RecallConfig;
 pub use index::RecallIndex;
+pub use notes::{
+    LineNote, MAX_NOTE_CHARS, MAX_NOTE_LINES, MAX_NOTES, MAX_NOTES_PER_SUMMARY, NoteError,
+};
 pub use query::{RecallHit, RecallQuery, RecallReason};
 pub use state::RecallState;
 // Lore is matched with the same terms as recall.

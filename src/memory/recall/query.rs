@@ -244,7 +244,7 @@ impl RecallIndex {
             .filter(|candidate| candidate.weight > 0.0)
             .filter_map(|candidate| {
                 let id = self.dictionary.get(candidate.hash)?;
-                let doc_freq = self.postings.doc_freq(id) as f32;
+                let doc_freq = self.doc_freq(id) as f32;
                 // Lucene's BM25 idf: never negative, even for terms in most messages.
                 let idf = (1.0 + (documents - doc_freq + 0.5) / (doc_freq + 0.5)).ln();
                 let weight = candidate.weight * idf;
@@ -259,9 +259,7 @@ impl RecallIndex {
         let common = config.common_term_share;
         if common.is_finite() && common > 0.0 && common < 1.0 {
             let limit = common * documents;
-            let rare = |entry: &(Candidate, TermId, f32)| {
-                (self.postings.doc_freq(entry.1) as f32) <= limit
-            };
+            let rare = |entry: &(Candidate, TermId, f32)| (self.doc_freq(entry.1) as f32) <= limit;
             if found.iter().any(rare) {
                 let factor = config.common_term_weight.clamp(0.0, 1.0);
                 for entry in &mut found {
@@ -354,6 +352,22 @@ impl RecallIndex {
                 }
                 scratch.matched[doc] |= 1 << bit;
                 scratch.scores[doc] += gain;
+            }
+            // Notes add their count of the term to the line's own, outside its
+            // length: the line scores as if the note's words were in it.
+            for hit in self.notes.hits(term.id) {
+                let doc = hit.doc as usize;
+                let saturation = fixed + per_term * f32::from(self.docs[doc].terms);
+                let gain = |freq: u32| {
+                    let freq = freq as f32;
+                    term.weight * freq * (k1 + 1.0) / (freq + saturation)
+                };
+                let added = gain(hit.line_freq + hit.note_freq) - gain(hit.line_freq);
+                if scratch.matched[doc] == 0 {
+                    scratch.touched.push(doc as u32);
+                }
+                scratch.matched[doc] |= 1 << bit;
+                scratch.scores[doc] += added;
             }
         }
     }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::RecallIndex;
+use super::notes::LineNote;
 use crate::memory::message::LogIndex;
 
 /// The saveable part of a [`RecallIndex`]: small, and independent of the postings.
@@ -15,12 +16,19 @@ pub struct RecallState {
     /// `(message, times recalled)` for every message recalled at least once, in
     /// increasing order of index.
     pub access_counts: Vec<(LogIndex, u32)>,
+    /// The summarizer's notes on lines, in the order written: the index is
+    /// rebuilt from the log, and notes are not in it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<LineNote>,
 }
 
 impl RecallIndex {
     /// The forgetting and access bookkeeping, to save alongside the log.
     pub fn state(&self) -> RecallState {
-        let mut state = RecallState::default();
+        let mut state = RecallState {
+            notes: self.notes().to_vec(),
+            ..RecallState::default()
+        };
         for (index, doc) in self.docs.iter().enumerate() {
             let index = index as LogIndex;
             if doc.forgotten {
@@ -33,9 +41,10 @@ impl RecallIndex {
         state
     }
 
-    /// Replaces the forgetting and access bookkeeping with a saved state. Works
-    /// before or after the log is added.
+    /// Replaces the forgetting and access bookkeeping, and the notes, with a
+    /// saved state. Works before or after the log is added.
     pub fn restore_state(&mut self, state: &RecallState) {
+        self.restore_notes(&state.notes);
         for doc in &mut self.docs {
             doc.forgotten = false;
             doc.hits = 0;

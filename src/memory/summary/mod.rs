@@ -2,6 +2,8 @@
 //! its result does to memory (accepted, retried once, or degraded).
 
 mod request;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use request::job_for_in_flight;
 
@@ -73,6 +75,11 @@ pub struct SummaryUpdate {
     pub fact_changes: Vec<FactChange>,
     /// What the forgetting policy dropped afterwards.
     pub forgotten: ForgettingReport,
+    /// Notes on lines the summarizer wrote that recall now indexes.
+    pub notes_added: usize,
+    /// Notes it wrote that were dropped: malformed, too long, citing lines
+    /// outside the summary, or past the limits.
+    pub notes_dropped: usize,
     /// The next summary job, when messages that arrived meanwhile (or segments
     /// that outgrew their budget) already make one due. Send it.
     pub next: Option<SummaryJob>,

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::{SummaryInput, SummaryJob};
 use crate::memory::context::ContextMemory;
 use crate::memory::context::SummaryKind;
-use crate::memory::facts::{facts_instruction, indexed_transcript, speakers_instruction};
+use crate::memory::facts::{
+    facts_instruction, indexed_transcript, notes_instruction, speakers_instruction,
+};
 use crate::memory::log::ChatLog;
 use crate::memory::message::{ChatMessage, PromptMessage, Role};
 use crate::memory::persona::PersonaPrompt;
@@ -65,6 +67,11 @@ pub(crate) fn job_for_in_flight(log: &ChatLog, context: &ContextMemory) -> Summa
         };
         let instruction = if wants_facts {
             let mut instruction = format!("{instruction}\n\n{}", facts_instruction(style.language));
+            let features = &context.features;
+            if features.facts.notes && features.recall.enabled {
+                instruction.push('\n');
+                instruction.push_str(notes_instruction(style.language));
+            }
             // Only when another speaker is in this transcript: a single-player
             // request says nothing of speakers.
             if messages.iter().any(|m| m.speaker.is_some()) {

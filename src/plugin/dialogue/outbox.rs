@@ -180,6 +180,8 @@ impl Outbox<'_, '_> {
                 .map(ToString::to_string)
                 .collect(),
             forgotten_messages: update.forgotten.forgotten_messages.len(),
+            notes_added: update.notes_added,
+            notes_dropped: update.notes_dropped,
         });
         self.summaries.write(NpcSummaryUpdated {
             npc: npc.clone(),

@@ -292,3 +292,45 @@ fn the_transcript_carries_indices_and_cannot_forge_lines() {
     );
     assert_eq!(transcript.lines().count(), 2);
 }
+
+#[test]
+fn notes_are_read_and_a_bad_one_is_dropped_not_the_summary() {
+    let reply = parse(
+        r#"{"summary": "Alex talked hobbies.", "facts": [], "notes": [
+            {"text": " hobbies: pottery ", "lines": [12, 11, 12]},
+            {"text": "", "lines": [12]},
+            {"text": "outside", "lines": [25]},
+            {"text": "no lines", "lines": []},
+            {"text": 7, "lines": [12]},
+            {"text": "extra field", "lines": [12], "why": "x"},
+            "just a string"
+        ]}"#,
+    )
+    .unwrap();
+    assert_eq!(reply.summary, "Alex talked hobbies.");
+    assert_eq!(reply.notes.len(), 1);
+    assert_eq!(&*reply.notes[0].text, "hobbies: pottery");
+    assert_eq!(reply.notes[0].lines, vec![11, 12]);
+    assert_eq!(reply.dropped_notes, 6);
+}
+
+#[test]
+fn notes_that_are_not_a_list_count_as_one_dropped() {
+    let reply = parse(r#"{"summary": "S.", "notes": "pottery"}"#).unwrap();
+    assert!(reply.notes.is_empty());
+    assert_eq!(reply.dropped_notes, 1);
+    let none = parse(r#"{"summary": "S."}"#).unwrap();
+    assert_eq!((none.notes.len(), none.dropped_notes), (0, 0));
+}
+
+#[test]
+fn notes_past_the_per_summary_limit_are_dropped() {
+    use crate::memory::recall::MAX_NOTES_PER_SUMMARY;
+    let notes: Vec<String> = (0..MAX_NOTES_PER_SUMMARY + 3)
+        .map(|i| format!(r#"{{"text": "note {i}", "lines": [12]}}"#))
+        .collect();
+    let raw = format!(r#"{{"summary": "S.", "notes": [{}]}}"#, notes.join(","));
+    let reply = parse(&raw).unwrap();
+    assert_eq!(reply.notes.len(), MAX_NOTES_PER_SUMMARY);
+    assert_eq!(reply.dropped_notes, 3);
+}

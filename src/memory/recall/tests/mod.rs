@@ -2,6 +2,7 @@
 
 mod dated;
 mod expansion;
+mod notes;
 
 use std::sync::Arc;
 
