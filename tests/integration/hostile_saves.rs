@@ -320,6 +320,22 @@ fn hostile_saves() -> Vec<(&'static str, Vec<u8>)> {
         "a message of distinct short words",
         with(&|s| s.pointer_mut(memory).unwrap()["log"][0]["content"] = json!(text)),
     ));
+    // Notes: lines past the log, and many notes of distinct short words, each
+    // a set of new terms on a line.
+    cases.push((
+        "a note on a line past the log",
+        with(&|s| {
+            s.pointer_mut(memory).unwrap()["recall"]["notes"] =
+                json!([{"text": "hobbies", "lines": [4_294_967_294u64]}])
+        }),
+    ));
+    let notes: Vec<Value> = (0..20_000)
+        .map(|i| json!({"text": format!("n{i:x} m{i:x} k{i:x}"), "lines": [0]}))
+        .collect();
+    cases.push((
+        "many notes of distinct words",
+        with(&|s| s.pointer_mut(memory).unwrap()["recall"]["notes"] = json!(notes)),
+    ));
     // Nesting far deeper than any save.
     let deep = format!(
         "{{\"format_version\":2,\"npcs\":{}{}}}",
@@ -372,4 +388,28 @@ fn the_issue_s_hostile_recall_index_is_refused_by_name() {
     assert_eq!(npc.as_str(), "echo7");
     assert_eq!(invalid.field, "recall.forgotten[0]");
     assert!(error.to_string().contains("recall.forgotten[0]"), "{error}");
+}
+
+#[test]
+fn a_note_past_the_log_or_too_long_is_refused_by_name() {
+    let real = plugin_saves().remove(0);
+    for note in [
+        json!({"text": "hobbies", "lines": [4_294_967_294u64]}),
+        json!({"text": "x".repeat(10_000), "lines": [0]}),
+        json!({"text": "hobbies", "lines": []}),
+    ] {
+        let mut save = real.clone();
+        save["npcs"][0]["memory"]["recall"]["notes"] = json!([note]);
+        let error = SaveGame::from_bytes(&serde_json::to_vec(&save).unwrap()).unwrap_err();
+        let LoadError::Invalid { invalid, .. } = &error else {
+            panic!("expected a typed refusal, got {error:?}");
+        };
+        assert_eq!(invalid.field, "recall.notes[0]", "{error}");
+    }
+    // A good note loads, and the loaded memory recalls by it.
+    let mut save = real.clone();
+    save["npcs"][0]["memory"]["recall"]["notes"] =
+        json!([{"text": "hobbies: pottery", "lines": [0]}]);
+    let loaded = load(&serde_json::to_vec(&save).unwrap()).expect("a good note loads");
+    assert_eq!(loaded[0].context.recall().notes().len(), 1);
 }

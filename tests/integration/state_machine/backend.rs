@@ -91,7 +91,18 @@ impl ChatBackend for Stage {
                     .flat_map(|m| tags(&m.content).into_iter().map(|t| format!("⟦{t}⟧")))
                     .take(24)
                     .collect();
-                Answer::Say(format!("Noted {}", seen.join(" ")))
+                let summary = format!("Noted {}", seen.join(" "));
+                Answer::Say(match notes_for(&request) {
+                    // Asked for notes: a JSON reply with one on the first line
+                    // folded, tagged so that any prompt it reached would show.
+                    Some(first) => serde_json::json!({
+                        "summary": summary,
+                        "facts": [],
+                        "notes": [{"text": format!("{NOTE_TAG} note on {first}"), "lines": [first]}],
+                    })
+                    .to_string(),
+                    None => summary,
+                })
             }
             Purpose::Reply => {
                 let mut script = self.lock();
@@ -126,4 +137,20 @@ impl ChatBackend for Stage {
             }
         })
     }
+}
+
+/// What every note the stage writes holds: no prompt may ever show it.
+pub const NOTE_TAG: &str = "⟦note⟧";
+
+/// The first line a facts summary folds, when its instruction asks for notes.
+fn notes_for(request: &ChatRequest) -> Option<u64> {
+    let instruction = &request.messages.first()?.content;
+    if !instruction.contains(r#""notes""#) {
+        return None;
+    }
+    let body = &request.messages.get(1)?.content;
+    body.lines().find_map(|line| {
+        let number = line.strip_prefix('#')?.split(' ').next()?;
+        number.parse().ok()
+    })
 }

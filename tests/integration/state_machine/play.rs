@@ -12,7 +12,7 @@ use bevy_npc_memory::memory::{
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::saves::{SaveFormat, SaveGame, backup_path, journal_path};
 
-use super::backend::{Answer, Stage, tags};
+use super::backend::{Answer, NOTE_TAG, Stage, tags};
 use super::steps::{NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
@@ -812,6 +812,13 @@ impl Play {
             }
         }
         self.check_conversations();
+        // Notes are for recall only: no prompt ever shows one.
+        for request in self.requests.iter().filter(|r| r.purpose() == Purpose::Reply) {
+            assert!(
+                !request.messages.iter().any(|m| m.content.contains(NOTE_TAG)),
+                "a note reached a reply prompt"
+            );
+        }
         // Every line got its reply or its failure.
         assert_eq!(
             self.count::<NpcReplied>() + self.count::<NpcReplyFailed>(),
