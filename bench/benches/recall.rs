@@ -14,124 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bevy_npc_memory::memory::{
-    Calendar, ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery, Role,
+    Calendar, ChatMessage, LogIndex, RecallConfig, RecallIndex, RecallQuery,
 };
+use bevy_npc_memory_bench::workload::{EnglishLines, Random, Zipf, chat};
 use criterion::{Criterion, Throughput};
 
-const LOG_MESSAGES: usize = 10_000;
 const WINDOW: usize = 20;
 const CONTEXT: usize = 4;
-const LATENCY_QUERIES: usize = 2_000;
 
 /// 400 common Chinese characters, roughly most frequent first.
 const CHINESE_CHARACTERS: &str = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持";
-
-/// English function words; real chat lines are about half these.
-const FUNCTION_WORDS: &[&str] = &[
-    "the", "a", "to", "and", "I", "you", "it", "is", "of", "in", "that", "we", "my", "on", "for",
-    "was", "with", "do", "what", "have", "be", "this", "are", "so", "there", "me", "at", "not",
-];
-
-/// SplitMix64: a fixed, dependency-free source of pseudo-random numbers.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// Draws ranks with probability proportional to 1 / rank.
-struct Zipf {
-    cumulative: Vec<f64>,
-}
-
-impl Zipf {
-    fn new(size: usize) -> Self {
-        let mut total = 0.0;
-        let cumulative = (1..=size)
-            .map(|rank| {
-                total += 1.0 / rank as f64;
-                total
-            })
-            .collect();
-        Self { cumulative }
-    }
-
-    fn draw(&self, random: &mut Random) -> usize {
-        let target = random.unit() * self.cumulative.last().unwrap();
-        self.cumulative
-            .partition_point(|&c| c < target)
-            .min(self.cumulative.len() - 1)
-    }
-}
-
-/// Lines of 10-30 words: half function words, half content words drawn from a
-/// Zipf-distributed vocabulary of made-up words.
-struct EnglishLines {
-    vocabulary: Vec<String>,
-    zipf: Zipf,
-}
-
-impl EnglishLines {
-    fn new(random: &mut Random) -> Self {
-        // Distinct made-up words: each rank spelled in base 20 with syllables.
-        // None ends in "s", so plural folding never merges two of them.
-        const SYLLABLES: &[&str] = &[
-            "ka", "lo", "mi", "ter", "bun", "gen", "ra", "tor", "shel", "ven", "pa", "dor", "fi",
-            "lan", "cor", "ro", "sta", "ble", "na", "wen",
-        ];
-        let mut order: Vec<usize> = (0..5_000).collect();
-        // Shuffle so that frequent words are not all the short ones.
-        for i in (1..order.len()).rev() {
-            order.swap(i, random.below(i + 1));
-        }
-        let vocabulary = order
-            .into_iter()
-            .map(|rank| {
-                let mut word = String::new();
-                let mut rest = rank + 20;
-                while rest > 0 {
-                    word.push_str(SYLLABLES[rest % 20]);
-                    rest /= 20;
-                }
-                word
-            })
-            .collect();
-        Self {
-            vocabulary,
-            zipf: Zipf::new(5_000),
-        }
-    }
-
-    fn line(&self, random: &mut Random, words: usize) -> String {
-        let mut line = String::new();
-        for i in 0..words {
-            if i > 0 {
-                line.push(' ');
-            }
-            if random.below(2) == 0 {
-                line.push_str(FUNCTION_WORDS[random.below(FUNCTION_WORDS.len())]);
-            } else {
-                line.push_str(&self.vocabulary[self.zipf.draw(random)]);
-            }
-        }
-        line.push('.');
-        line
-    }
-}
 
 /// Lines of 15-45 characters drawn Zipf-wise from common characters, with
 /// punctuation now and then. Independent draws give more distinct bigrams than
@@ -226,31 +118,8 @@ fn dated(english: &Workload) -> Workload {
     }
 }
 
-fn workload(name: &'static str, mut line: impl FnMut(&mut Random, usize) -> String) -> Workload {
-    let mut random = Random(0x5eed);
-    let log = (0..LOG_MESSAGES)
-        .map(|i| {
-            let words = 10 + random.below(21);
-            ChatMessage {
-                role: if i % 2 == 0 {
-                    Role::User
-                } else {
-                    Role::Assistant
-                },
-                content: Arc::from(line(&mut random, words)),
-                index: i as LogIndex,
-                timestamp: i as f64 * 5.0,
-                origin: Default::default(),
-                speaker: None,
-            }
-        })
-        .collect();
-    let queries = (0..LATENCY_QUERIES)
-        .map(|_| {
-            let words = 6 + random.below(10);
-            line(&mut random, words)
-        })
-        .collect();
+fn workload(name: &'static str, line: impl FnMut(&mut Random, usize) -> String) -> Workload {
+    let (log, queries) = chat(line);
     Workload {
         name,
         log,

@@ -43,6 +43,15 @@ pub fn safe_name(sample_id: &str) -> String {
     if name.is_empty() { "_".into() } else { name }
 }
 
+/// A fresh, empty folder in the system's temporary folder, named for `name` and
+/// this process, for a test's files.
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the temporary folder is writable");
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

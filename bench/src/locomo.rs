@@ -168,3 +168,62 @@ mod tests {
         assert_eq!(parse_date("yesterday"), None);
     }
 }
+
+/// One of LoCoMo's observations: a fact about a session that a large model wrote
+/// when the dataset was made, and the turns it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation<'a> {
+    /// The fact, as written.
+    pub text: &'a str,
+    /// The `dia_id`s it cites, as written (not normalized).
+    pub dia_ids: Vec<&'a str>,
+}
+
+/// Session `n`'s observations: `observation.session_<n>_observation`, a list of
+/// `[text, dia_id or list of dia_ids]` per speaker (speakers in the map's key
+/// order). An id string may hold several ids, split on `;`, `,` and spaces as the
+/// evidence ids are. An entry of another shape gives an observation with no text
+/// and no ids, so that a count of what was dropped still sees it.
+pub fn observations(record: &Value, session: u32) -> Vec<Observation<'_>> {
+    let Some(speakers) = record
+        .get("observation")
+        .and_then(|o| o.get(format!("session_{session}_observation")))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    speakers
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|entry| match entry.as_array().map(Vec::as_slice) {
+            Some([text, cited, ..]) => Observation {
+                text: text.as_str().unwrap_or(""),
+                dia_ids: cited_ids(cited),
+            },
+            _ => Observation {
+                text: "",
+                dia_ids: Vec::new(),
+            },
+        })
+        .collect()
+}
+
+/// An observation's cited ids: one string, or a list of them, each split on `;`,
+/// `,` and spaces.
+fn cited_ids(value: &Value) -> Vec<&str> {
+    fn split(ids: &str) -> impl Iterator<Item = &str> {
+        ids.split([';', ',', ' '])
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+    }
+    match value {
+        Value::String(s) => split(s).collect(),
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .flat_map(split)
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -67,6 +67,8 @@ pub struct Settings {
     pub hit_price: f64,
     /// How layered prompts extend the last one within a conversation.
     pub follow_ups: FollowUps,
+    /// Whether layered summaries ask for notes on lines (`FactsConfig::notes`).
+    pub notes: bool,
 }
 
 impl Default for Settings {
@@ -80,6 +82,7 @@ impl Default for Settings {
             conversation_lines: (2, 12),
             hit_price: 0.1,
             follow_ups: FollowUps::default(),
+            notes: true,
         }
     }
 }
@@ -427,6 +430,7 @@ fn play(
         Strategy::Layered(budget) => {
             let mut config = memory_config(WINDOW, None, true, Some(budget), &[]);
             config.features.budget.follow_ups = settings.follow_ups.clone();
+            config.features.facts.notes = settings.notes;
             config
         }
     };

@@ -1,18 +1,12 @@
 //! The `memory_bench` binary's interface on a tiny LoCoMo-shaped fixture with known
 //! evidence, so its recall figures can be checked exactly.
 
+use bevy_npc_memory_bench::dump::fresh_dir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-
-/// A fresh, empty folder for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn fixture(dir: &Path) -> PathBuf {
     let turns = |session: u32| -> Vec<Value> {
@@ -76,7 +70,7 @@ fn report(data: &Path, strategy: &str) -> Value {
 
 #[test]
 fn recall_on_a_fixture_with_known_evidence_is_exact() {
-    let dir = temp_dir("bench-fixture");
+    let dir = fresh_dir("bench-fixture");
     let data = fixture(&dir);
 
     let full = report(&data, "full");
@@ -144,7 +138,7 @@ fn recall_on_a_fixture_with_known_evidence_is_exact() {
 
 #[test]
 fn bad_input_names_the_file_and_the_record() {
-    let dir = temp_dir("bench-bad");
+    let dir = fresh_dir("bench-bad");
     let missing = dir.join("missing.json");
     let (ok, _, stderr) = run(&["--data", missing.to_str().unwrap(), "--strategy", "full"]);
     assert!(!ok && stderr.contains("missing.json"), "{stderr}");
@@ -199,7 +193,7 @@ fn recall_fixture(dir: &Path) -> PathBuf {
 
 #[test]
 fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off() {
-    let dir = temp_dir("bench-layered");
+    let dir = fresh_dir("bench-layered");
     let data = recall_fixture(&dir);
     let layered = |extra: &[&str]| -> Value {
         let mut args = vec![

@@ -3,6 +3,8 @@
 //! flawed evidence ids, hostile and Chinese text), the checker reproduces every
 //! recall figure of the bench from the dumped prompts' text alone.
 
+use bevy_npc_memory_bench::dump::fresh_dir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,13 +15,6 @@ fn fixture() -> PathBuf {
 }
 
 /// A fresh, empty folder for one run.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("npc-memory-dump-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn output(command: &mut Command) -> String {
     let output = command.output().expect("the command starts");
     assert!(
@@ -69,7 +64,7 @@ fn recall_lines(text: &str) -> Vec<&str> {
 
 /// Runs both and asserts they agree; returns the checker's JSON.
 fn agree(name: &str, args: &[&str]) -> Value {
-    let dump = temp_dir(name);
+    let dump = fresh_dir(&format!("dump-{name}"));
     let (bench_json, bench_text) = bench(args, &dump);
     let (check_json, check_text) = checker(&dump);
     for key in ["questions", "skipped"] {
@@ -160,7 +155,7 @@ fn the_dump_checker_reproduces_the_bench_figures() {
 
 #[test]
 fn a_split_or_samples_run_only_the_named_conversations() {
-    let dump = temp_dir("samples");
+    let dump = fresh_dir("dump-samples");
     let (report, _) = bench(&["--strategy", "full", "--samples", "mini-2"], &dump);
     assert_eq!(report["conversations"], 1);
     assert_eq!(report["samples"], serde_json::json!(["mini-2"]));

@@ -1,18 +1,12 @@
 //! The `playtime_bench` binary on a small LoCoMo-shaped fixture: the JSON shape the
 //! issue asks for, and what the strategies' costs do as the hours go by.
 
+use bevy_npc_memory_bench::dump::fresh_dir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-
-/// A fresh, empty folder for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("npc-memory-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Two conversations of 160 alternating turns, 6 to 30 words each.
 fn fixture(dir: &Path) -> PathBuf {
@@ -94,7 +88,7 @@ fn per_hour(report: &Value, strategy: &str, field: &str) -> Vec<f64> {
 
 #[test]
 fn full_history_grows_by_the_hour_while_layered_stays_within_its_budget() {
-    let dir = temp_dir("playtime");
+    let dir = fresh_dir("playtime");
     let data = fixture(&dir);
     let args = [
         "--data",
@@ -230,7 +224,7 @@ fn full_history_grows_by_the_hour_while_layered_stays_within_its_budget() {
 
 #[test]
 fn bad_arguments_are_refused_with_the_reason() {
-    let dir = temp_dir("playtime-bad");
+    let dir = fresh_dir("playtime-bad");
     let missing = dir.join("missing.json");
     let (ok, _, stderr) = run(&["--data", missing.to_str().unwrap(), "--npcs", "2"]);
     assert!(!ok && stderr.contains("missing.json"), "{stderr}");

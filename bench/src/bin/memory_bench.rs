@@ -7,7 +7,8 @@
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
 //!     [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock]
 //!     [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON]
-//!     [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]
+//!     [--notes observations] [--split tune|validate | --samples ID,ID]
+//!     [--dump-prompts DIR] [--json]
 //! ```
 //!
 //! `layered` is every feature beyond basic mode (recall with neighbours, pinned facts,
@@ -33,6 +34,13 @@
 //! sent word for word in that context, as messages or recalled lines (summary text
 //! does not count; the rule is in `bevy_npc_memory_bench::evidence`).
 //!
+//! `--notes observations` (layered only) gives recall each session's LoCoMo
+//! observations as summarizer notes (`LineNote`) on the turns they cite, right
+//! after the session's turns, as a summarizer writes notes on lines that exist:
+//! "LoCoMo observations (a stand-in for a capable summarizer's notes)". How they
+//! are fitted to the core's limits is in `bevy_npc_memory_bench::notes`; the
+//! report counts the notes added, dropped, cut and split.
+//!
 //! `--split` runs one half of the dev file's tuning split (`split.rs`), `--samples`
 //! any conversations by id. `--dump-prompts DIR` writes each scored question's
 //! prompt to `DIR/<sample_id>/<question index>.json`, for
@@ -49,12 +57,13 @@ use bevy_npc_memory::memory::{
 use bevy_npc_memory_bench::cli::Flags;
 use bevy_npc_memory_bench::dump::{safe_name, write_prompt};
 use bevy_npc_memory_bench::evidence::{RecallTally, count_found, evidence, normalize};
-use bevy_npc_memory_bench::locomo::{Conversation, load, parse_date, turn_text};
+use bevy_npc_memory_bench::locomo::{Conversation, load, observations, parse_date, turn_text};
+use bevy_npc_memory_bench::notes::{NoteTally, OBSERVATIONS_LABEL, observation_notes};
 use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -78,6 +87,8 @@ struct Args {
     skip_own_name: Option<bool>,
     /// `--recall-json`: `RecallConfig` fields to set, as a JSON object.
     recall_json: Option<serde_json::Map<String, Value>>,
+    /// `--notes observations`: LoCoMo's observations as summarizer notes.
+    notes: bool,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -97,6 +108,7 @@ fn parse_args() -> Result<Args, String> {
         expansion: None,
         skip_own_name: None,
         recall_json: None,
+        notes: false,
         dump: None,
         json: false,
     };
@@ -173,6 +185,12 @@ fn parse_args() -> Result<Args, String> {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Object(fields)) => args.recall_json = Some(fields),
                     _ => return Err(format!("--recall-json takes a JSON object, got {text:?}")),
+                }
+            }
+            "--notes" => {
+                args.notes = match flags.value(&flag)?.as_str() {
+                    "observations" => true,
+                    other => return Err(format!("--notes takes observations, got {other:?}")),
                 }
             }
             "--dump-prompts" => args.dump = Some(flags.value(&flag)?.into()),
@@ -391,12 +409,14 @@ struct Replay {
     summary_requests: usize,
     bookkeeping: Duration,
     messages: usize,
+    notes: NoteTally,
 }
 
 fn replay(
     record: &Value,
     config: &MemoryConfig,
     day_headings: bool,
+    notes: bool,
     file: &Path,
 ) -> Result<Replay, String> {
     let conversation = Conversation::parse(record, file)?;
@@ -408,6 +428,8 @@ fn replay(
     }
     let backend = OfflineBackend::default();
     let mut dia_ids = HashMap::new();
+    let mut tally = NoteTally::default();
+    let mut noted_lines = HashSet::new();
     let (mut summary_requests, mut bookkeeping, mut messages, mut last_timestamp) =
         (0, Duration::ZERO, 0, 0.0);
     for (n, turns) in &conversation.sessions {
@@ -418,6 +440,7 @@ fn replay(
             .unwrap_or("");
         let timestamp = parse_date(date).unwrap_or(f64::from(*n) * 86_400.0);
         last_timestamp = timestamp;
+        let first = memory.log.next_index();
         for turn in turns.iter() {
             let text = turn_text(turn);
             let role = if conversation.is_player(turn) {
@@ -435,7 +458,29 @@ fn replay(
                 dia_ids.insert(normalize(id), index);
             }
         }
+        if notes {
+            // A summarizer describes the lines it was given: this session's.
+            let session = first..memory.log.next_index();
+            let built: Vec<_> = observations(record, *n)
+                .iter()
+                .flat_map(|o| observation_notes(o, &dia_ids, session.clone(), &mut tally))
+                .collect();
+            // Only the core's work is bookkeeping, not reading the data file.
+            let started = Instant::now();
+            let mut layers = memory.layers();
+            for note in built {
+                let lines = note.lines.clone();
+                if layers.add_notes([note]) == 1 {
+                    tally.added += 1;
+                    noted_lines.extend(lines);
+                } else {
+                    tally.dropped += 1;
+                }
+            }
+            bookkeeping += started.elapsed();
+        }
     }
+    tally.lines_noted = noted_lines.len();
     Ok(Replay {
         memory,
         window: config.window(),
@@ -444,6 +489,7 @@ fn replay(
         summary_requests,
         bookkeeping,
         messages,
+        notes: tally,
     })
 }
 
@@ -478,6 +524,9 @@ fn run(args: &Args) -> Result<Value, String> {
     };
     if !args.without.is_empty() && args.strategy != "layered" {
         return Err("--without only applies to --strategy layered".into());
+    }
+    if args.notes && args.strategy != "layered" {
+        return Err("--notes only applies to --strategy layered".into());
     }
     let file = &args.data;
     let all_records = load(file)?;
@@ -526,8 +575,10 @@ fn run(args: &Args) -> Result<Value, String> {
     let (mut tokens, mut full_tokens) = (Vec::new(), Vec::new());
     let (mut summary_requests, mut bookkeeping, mut messages) = (0, Duration::ZERO, 0);
     let mut dumped = HashSet::new();
+    let mut notes = NoteTally::default();
     for record in &records {
-        let replay = replay(record, &config, args.day_headings, file)?;
+        let replay = replay(record, &config, args.day_headings, args.notes, file)?;
+        notes.merge(&replay.notes);
         summary_requests += replay.summary_requests;
         bookkeeping += replay.bookkeeping;
         messages += replay.messages;
@@ -586,7 +637,7 @@ fn run(args: &Args) -> Result<Value, String> {
     }
     let context_mean = mean(&tokens);
     let full_mean = mean(&full_tokens);
-    Ok(json!({
+    let mut report = json!({
         "strategy": args.strategy,
         "window": config.window(),
         "threshold": config.threshold(),
@@ -612,7 +663,12 @@ fn run(args: &Args) -> Result<Value, String> {
             "p99": percentile(&strategy.assembly_micros(), 0.99),
         },
         "ns_per_message": if messages > 0 { bookkeeping.as_nanos() as f64 / messages as f64 } else { 0.0 },
-    }))
+    });
+    // Only with --notes: a run without them reports exactly what it always did.
+    if args.notes {
+        report["notes"] = notes.to_json();
+    }
+    Ok(report)
 }
 
 fn main() -> std::process::ExitCode {
@@ -664,6 +720,20 @@ fn main() -> std::process::ExitCode {
                 r["summary_requests"],
                 r["ns_per_message"].as_f64().unwrap_or(0.0)
             );
+            let notes = &r["notes"];
+            if !notes.is_null() {
+                println!(
+                    "notes: {OBSERVATIONS_LABEL}: {} observations, {} notes added on {} lines, \
+                     {} dropped, {} cut to {} characters, {} extra from splitting",
+                    notes["observations"],
+                    notes["added"],
+                    notes["lines_noted"],
+                    notes["dropped"],
+                    notes["cut"],
+                    bevy_npc_memory::memory::limits::MAX_NOTE_CHARS,
+                    notes["split"]
+                );
+            }
         }
         Err(error) => {
             eprintln!("memory_bench: {error}");

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- \
 //!     --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--data PATH] \
-//!     [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--json]
+//!     [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--notes on|off] [--json]
 //! cargo run --release -p bevy_npc_memory_bench --bin playtime_bench -- --sweep [--json]
 //! ```
 //!
@@ -14,6 +14,9 @@
 //! `0.5,0.1,300,0.7`; growth 0 builds every prompt afresh, refill 1 rebuilds within the whole budget). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
 //! if more) and prints, at hours 1, 5 and 10, full history against layered@2000 in
 //! prompt tokens and in miss-equivalent tokens as each provider bills them.
+//!
+//! `--notes off` leaves the request for notes on lines out of layered summaries
+//! (`FactsConfig::notes`), to measure what asking for them costs.
 //!
 //! `--data` defaults to `../shared/bench/locomo/locomo_dev.json` (from the repository root).
 
@@ -24,7 +27,7 @@ use bevy_npc_memory_bench::cli::{Flags, parse_number};
 use bevy_npc_memory_bench::playtime::{Settings, Strategy, run};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--sweep] [--json]";
+const USAGE: &str = "usage: playtime_bench --npcs N --hours H [--lines-per-hour R] [--seed S] [--zipf X] [--conversation MIN-MAX] [--data PATH] [--hit-price P] [--follow-ups GROWTH,RECALL,PAUSE_SECS[,REFILL]] [--notes on|off] [--sweep] [--json]";
 
 /// The NPC counts and hours `--sweep` reports.
 const SWEEP_NPCS: [usize; 4] = [1, 5, 50, 100];
@@ -84,6 +87,13 @@ fn parse_args() -> Result<Args, String> {
                         "--follow-ups needs GROWTH,RECALL,PAUSE_SECS (numbers from 0), got {text:?}"
                     )
                 })?;
+            }
+            "--notes" => {
+                settings.notes = match flags.value(&flag)?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => return Err(format!("--notes is on or off, got {other:?}")),
+                }
             }
             "--data" => args.data = flags.value(&flag)?.into(),
             "--json" => args.json = true,

@@ -813,9 +813,16 @@ impl Play {
         }
         self.check_conversations();
         // Notes are for recall only: no prompt ever shows one.
-        for request in self.requests.iter().filter(|r| r.purpose() == Purpose::Reply) {
+        for request in self
+            .requests
+            .iter()
+            .filter(|r| r.purpose() == Purpose::Reply)
+        {
             assert!(
-                !request.messages.iter().any(|m| m.content.contains(NOTE_TAG)),
+                !request
+                    .messages
+                    .iter()
+                    .any(|m| m.content.contains(NOTE_TAG)),
                 "a note reached a reply prompt"
             );
         }
