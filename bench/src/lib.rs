@@ -16,4 +16,5 @@ pub mod notes;
 pub mod playtime;
 pub mod split;
 pub mod strategies;
+pub mod summarizer;
 pub mod workload;

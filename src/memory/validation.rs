@@ -136,6 +136,7 @@ impl MemoryConfig {
             ("when_weight", recall.when_weight),
             ("expansion_weight", recall.expansion_weight),
             ("cjk_unigram_weight", recall.cjk_unigram_weight),
+            ("note_weight", recall.note_weight),
         ] {
             weight(
                 &format!("config.features.recall.{name}"),

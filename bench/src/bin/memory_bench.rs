@@ -7,7 +7,7 @@
 //!     [--window N] [--threshold N] [--budget TOKENS] [--without PARTS]
 //!     [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock]
 //!     [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON]
-//!     [--notes observations] [--split tune|validate | --samples ID,ID]
+//!     [--notes observations|summarizer --base-url URL [--model NAME]] [--split tune|validate | --samples ID,ID]
 //!     [--dump-prompts DIR] [--json]
 //! ```
 //!
@@ -34,6 +34,10 @@
 //! sent word for word in that context, as messages or recalled lines (summary text
 //! does not count; the rule is in `bevy_npc_memory_bench::evidence`).
 //!
+//! `--notes summarizer --base-url URL [--model NAME]` (a build with `--features
+//! http`) has a real model behind an OpenAI-compatible server write every
+//! summary, with the notes on lines it chooses to write: the path a game takes.
+//!
 //! `--notes observations` (layered only) gives recall each session's LoCoMo
 //! observations as summarizer notes (`LineNote`) on the turns they cite, right
 //! after the session's turns, as a summarizer writes notes on lines that exist:
@@ -50,7 +54,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
     Calendar, LogIndex, MemoryConfig, NpcMemory, PromptMessage, Role, estimate_prompt_tokens,
 };
@@ -61,6 +64,7 @@ use bevy_npc_memory_bench::locomo::{Conversation, load, observations, parse_date
 use bevy_npc_memory_bench::notes::{NoteTally, OBSERVATIONS_LABEL, observation_notes};
 use bevy_npc_memory_bench::split::{select, split};
 use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, memory_config};
+use bevy_npc_memory_bench::summarizer::Summarizer;
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
@@ -89,6 +93,9 @@ struct Args {
     recall_json: Option<serde_json::Map<String, Value>>,
     /// `--notes observations`: LoCoMo's observations as summarizer notes.
     notes: bool,
+    /// `--notes summarizer`: the server (`--base-url`) and model (`--model`)
+    /// that write the summaries, and their notes.
+    summarizer: Option<(String, String)>,
     dump: Option<PathBuf>,
     json: bool,
 }
@@ -109,6 +116,7 @@ fn parse_args() -> Result<Args, String> {
         skip_own_name: None,
         recall_json: None,
         notes: false,
+        summarizer: None,
         dump: None,
         json: false,
     };
@@ -187,11 +195,29 @@ fn parse_args() -> Result<Args, String> {
                     _ => return Err(format!("--recall-json takes a JSON object, got {text:?}")),
                 }
             }
-            "--notes" => {
-                args.notes = match flags.value(&flag)?.as_str() {
-                    "observations" => true,
-                    other => return Err(format!("--notes takes observations, got {other:?}")),
+            "--notes" => match flags.value(&flag)?.as_str() {
+                "observations" => args.notes = true,
+                "summarizer" => {
+                    args.summarizer
+                        .get_or_insert((String::new(), "local".into()));
                 }
+                other => {
+                    return Err(format!(
+                        "--notes takes observations or summarizer, got {other:?}"
+                    ));
+                }
+            },
+            "--base-url" => {
+                let url = flags.value(&flag)?;
+                args.summarizer
+                    .get_or_insert((String::new(), "local".into()))
+                    .0 = url;
+            }
+            "--model" => {
+                let model = flags.value(&flag)?;
+                args.summarizer
+                    .get_or_insert((String::new(), "local".into()))
+                    .1 = model;
             }
             "--dump-prompts" => args.dump = Some(flags.value(&flag)?.into()),
             "--json" => args.json = true,
@@ -415,8 +441,8 @@ struct Replay {
 fn replay(
     record: &Value,
     config: &MemoryConfig,
-    day_headings: bool,
-    notes: bool,
+    (day_headings, notes): (bool, bool),
+    summarizer: &Summarizer,
     file: &Path,
 ) -> Result<Replay, String> {
     let conversation = Conversation::parse(record, file)?;
@@ -426,7 +452,6 @@ fn replay(
         // The session dates are read as Unix seconds (`parse_date`).
         memory.layers().set_date_format(Calendar::UNIX.day_format());
     }
-    let backend = OfflineBackend::default();
     let mut dia_ids = HashMap::new();
     let mut tally = NoteTally::default();
     let mut noted_lines = HashSet::new();
@@ -451,7 +476,7 @@ fn replay(
             let started = Instant::now();
             let mut layers = memory.layers();
             let index = layers.record(role, text, timestamp).index;
-            summary_requests += layers.summarize_due(|job| Ok(backend.summarize(&job.input)));
+            summary_requests += layers.summarize_due(|job| summarizer.summarize(job));
             bookkeeping += started.elapsed();
             messages += 1;
             if let Some(id) = turn.get("dia_id").and_then(Value::as_str) {
@@ -525,9 +550,21 @@ fn run(args: &Args) -> Result<Value, String> {
     if !args.without.is_empty() && args.strategy != "layered" {
         return Err("--without only applies to --strategy layered".into());
     }
-    if args.notes && args.strategy != "layered" {
+    if (args.notes || args.summarizer.is_some()) && args.strategy != "layered" {
         return Err("--notes only applies to --strategy layered".into());
     }
+    let summarizer = match &args.summarizer {
+        None => Summarizer::offline(),
+        Some((url, _)) if url.is_empty() => {
+            return Err("--notes summarizer needs --base-url URL".into());
+        }
+        #[cfg(feature = "http")]
+        Some((url, model)) => Summarizer::server(url, model)?,
+        #[cfg(not(feature = "http"))]
+        Some(_) => {
+            return Err("--notes summarizer needs a build with --features http".into());
+        }
+    };
     let file = &args.data;
     let all_records = load(file)?;
     let records = if args.samples.is_empty() {
@@ -576,9 +613,17 @@ fn run(args: &Args) -> Result<Value, String> {
     let (mut summary_requests, mut bookkeeping, mut messages) = (0, Duration::ZERO, 0);
     let mut dumped = HashSet::new();
     let mut notes = NoteTally::default();
+    let mut summarizer_notes = 0usize;
     for record in &records {
-        let replay = replay(record, &config, args.day_headings, args.notes, file)?;
+        let replay = replay(
+            record,
+            &config,
+            (args.day_headings, args.notes),
+            &summarizer,
+            file,
+        )?;
         notes.merge(&replay.notes);
+        summarizer_notes += replay.memory.context.recall().notes().len();
         summary_requests += replay.summary_requests;
         bookkeeping += replay.bookkeeping;
         messages += replay.messages;
@@ -668,6 +713,13 @@ fn run(args: &Args) -> Result<Value, String> {
     if args.notes {
         report["notes"] = notes.to_json();
     }
+    if let Some((url, model)) = &args.summarizer {
+        report["notes"] = json!({
+            "source": format!("summarizer: {model} at {url}"),
+            "summaries": summary_requests,
+            "added": summarizer_notes,
+        });
+    }
     Ok(report)
 }
 
@@ -721,7 +773,14 @@ fn main() -> std::process::ExitCode {
                 r["ns_per_message"].as_f64().unwrap_or(0.0)
             );
             let notes = &r["notes"];
-            if !notes.is_null() {
+            if notes["summaries"].is_u64() {
+                println!(
+                    "notes: {}: {} summaries wrote {} notes",
+                    notes["source"].as_str().unwrap_or("?"),
+                    notes["summaries"],
+                    notes["added"]
+                );
+            } else if !notes.is_null() {
                 println!(
                     "notes: {OBSERVATIONS_LABEL}: {} observations, {} notes added on {} lines, \
                      {} dropped, {} cut to {} characters, {} extra from splitting",

@@ -71,6 +71,9 @@ pub struct RecallConfig {
     pub passage_weight: f32,
     /// How many messages either side of a match count as its passage, at most 16.
     pub passage_span: u64,
+    /// How much a word of a summarizer's note on a line counts, against a word of
+    /// the line itself (1). Out-of-range values count as 1.
+    pub note_weight: f32,
     /// Whether recalled lines are written compactly in the prompt: `P: "…"` for
     /// the player and `Y: "…"` for the NPC itself, the two tags explained once in
     /// the block's heading, instead of `- "Player": "…"` on every line. The text
@@ -146,6 +149,7 @@ impl Default for RecallConfig {
             common_term_share: 0.2,
             common_term_weight: 0.2,
             passage_weight: 0.25,
+            note_weight: 1.0,
             passage_span: 2,
             compact_lines: false,
             calendar: None,

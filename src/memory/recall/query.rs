@@ -332,6 +332,11 @@ impl RecallIndex {
             config.bm25_b.clamp(0.0, 1.0)
         };
         let average_length = self.total_terms as f32 / self.indexed_docs as f32;
+        let note_weight = if config.note_weight.is_finite() && config.note_weight >= 0.0 {
+            config.note_weight
+        } else {
+            1.0
+        };
         // BM25's length normalization, k1 · (1 - b + b · length / average), as a + c · length.
         let fixed = k1 * (1.0 - b);
         let per_term = k1 * b / average_length;
@@ -355,14 +360,17 @@ impl RecallIndex {
             }
             // Notes add their count of the term to the line's own, outside its
             // length: the line scores as if the note's words were in it.
-            for hit in self.notes.hits(term.id) {
+            let hits = if note_weight > 0.0 {
+                self.notes.hits(term.id)
+            } else {
+                &[]
+            };
+            for hit in hits {
                 let doc = hit.doc as usize;
                 let saturation = fixed + per_term * f32::from(self.docs[doc].terms);
-                let gain = |freq: u32| {
-                    let freq = freq as f32;
-                    term.weight * freq * (k1 + 1.0) / (freq + saturation)
-                };
-                let added = gain(hit.line_freq + hit.note_freq) - gain(hit.line_freq);
+                let gain = |freq: f32| term.weight * freq * (k1 + 1.0) / (freq + saturation);
+                let line = hit.line_freq as f32;
+                let added = gain(line + note_weight * hit.note_freq as f32) - gain(line);
                 if scratch.matched[doc] == 0 {
                     scratch.touched.push(doc as u32);
                 }

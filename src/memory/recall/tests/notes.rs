@@ -131,3 +131,31 @@ proptest! {
         let _ = index.query(&RecallQuery::new(&question), &log, &RecallConfig::enabled());
     }
 }
+
+#[test]
+fn the_note_weight_scales_what_a_note_adds() {
+    let log = log();
+    let mut index = RecallIndex::from_log(&log);
+    index.add_note(note("hobbies: pottery", &[5]));
+    let score = |index: &mut RecallIndex, weight: f32| {
+        let config = RecallConfig {
+            note_weight: weight,
+            ..RecallConfig::enabled()
+        };
+        index
+            .query(&RecallQuery::new("Any hobbies?"), &log, &config)
+            .iter()
+            .find(|hit| hit.index == 5)
+            .map(|hit| hit.score)
+    };
+    assert_eq!(
+        score(&mut index, 0.0),
+        None,
+        "a weight of 0 leaves notes out"
+    );
+    let (one, two) = (
+        score(&mut index, 1.0).unwrap(),
+        score(&mut index, 2.0).unwrap(),
+    );
+    assert!(two > one, "{one} {two}");
+}
