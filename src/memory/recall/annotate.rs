@@ -92,10 +92,14 @@ impl RecallIndex {
                 debug_assert_eq!(opened, term);
             }
             let hits = self.notes.hits.entry(term).or_default();
-            if let Some(hit) = hits.iter_mut().find(|hit| hit.doc == doc) {
-                hit.note_freq += note_freq;
+            // A lookup, not a scan of the term's hits: a save may hold many
+            // notes sharing one word.
+            let slot = self.notes.hit_of.entry((term, doc));
+            if let std::collections::hash_map::Entry::Occupied(at) = slot {
+                hits[*at.get() as usize].note_freq += note_freq;
                 continue;
             }
+            slot.or_insert(hits.len() as u32);
             let line_freq = self
                 .postings
                 .postings(term)

@@ -111,6 +111,8 @@ pub(super) struct NoteIndex {
     pub(super) only_in_notes: HashMap<TermId, u32>,
     /// Notes citing lines not indexed yet, by line: indexed when it is.
     pub(super) waiting: HashMap<u32, Vec<u32>>,
+    /// Where each (term, line) pair's hit is in `hits`.
+    pub(super) hit_of: HashMap<(TermId, u32), u32>,
 }
 
 impl NoteIndex {
@@ -133,6 +135,10 @@ impl NoteIndex {
             .values()
             .map(|h| h.capacity() * size_of::<NoteHit>() + 32)
             .sum();
-        notes + self.list.capacity() * size_of::<LineNote>() + hits + self.only_in_notes.len() * 16
+        notes
+            + self.list.capacity() * size_of::<LineNote>()
+            + hits
+            + self.only_in_notes.len() * 16
+            + self.hit_of.len() * 16
     }
 }
