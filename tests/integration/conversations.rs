@@ -476,24 +476,7 @@ fn the_player_joins_by_talking_to_a_participant() {
 
 #[test]
 fn the_game_ends_a_conversation_and_a_load_ends_it_too() {
-    let backend = HeldBackend::new();
-    let held = backend.push_held(&["I saw ", "the pump "], "leak.");
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
-    add_inbox::<ConversationLine>(&mut h.app);
-    add_inbox::<ConversationEnded>(&mut h.app);
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty3", persona("RUSTY-3"));
-    h.app
-        .world_mut()
-        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(8));
-    held.start.release();
-    h.run_until("ECHO-7 is mid-sentence", |world| {
-        world
-            .resource::<crate::support::Inbox<NpcReplyDelta>>()
-            .0
-            .len()
-            >= 2
-    });
+    let (mut h, backend, held) = mid_sentence(&["I saw ", "the pump "], "leak.", 8);
     h.app
         .world_mut()
         .write_message(EndConversation::involving("rusty3"));
@@ -565,24 +548,7 @@ fn a_start_that_cannot_run_is_refused_with_the_reason() {
 
 #[test]
 fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
-    let backend = HeldBackend::new();
-    let held = backend.push_held(&["The pump ", "is "], "leaking badly.");
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
-    add_inbox::<ConversationLine>(&mut h.app);
-    add_inbox::<ConversationEnded>(&mut h.app);
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty3", persona("RUSTY-3"));
-    h.app
-        .world_mut()
-        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(2));
-    held.start.release();
-    h.run_until("ECHO-7 is mid-sentence", |world| {
-        world
-            .resource::<crate::support::Inbox<NpcReplyDelta>>()
-            .0
-            .len()
-            >= 2
-    });
+    let (mut h, backend, held) = mid_sentence(&["The pump ", "is "], "leaking badly.", 2);
     h.app
         .world_mut()
         .write_message(bevy_npc_memory::dialogue::InterruptNpc::new("echo7"));
@@ -612,4 +578,32 @@ fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
         asked.messages.last()
     );
     assert!(!asked.messages.iter().any(|m| m.content.contains("leaking")));
+}
+
+/// ECHO-7 opens a conversation of `turns` lines with RUSTY-3 and is held after
+/// streaming `pieces`; the reply ends with `rest` once `finish` is released.
+fn mid_sentence(
+    pieces: &[&str],
+    rest: &str,
+    turns: u32,
+) -> (Harness, HeldBackend, crate::support::held::Held) {
+    let backend = HeldBackend::new();
+    let held = backend.push_held(pieces, rest);
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    add_inbox::<ConversationLine>(&mut h.app);
+    add_inbox::<ConversationEnded>(&mut h.app);
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty3", persona("RUSTY-3"));
+    h.app
+        .world_mut()
+        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(turns));
+    held.start.release();
+    h.run_until("ECHO-7 is mid-sentence", |world| {
+        world
+            .resource::<crate::support::Inbox<NpcReplyDelta>>()
+            .0
+            .len()
+            >= 2
+    });
+    (h, backend, held)
 }

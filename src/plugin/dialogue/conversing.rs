@@ -13,7 +13,8 @@ use bevy::prelude::*;
 use super::core::TurnCore;
 use crate::backends::Purpose;
 use crate::memory::{
-    Line, LogIndex, NpcId, Origin, Role, SpeakerId, TurnTaking, estimate_tokens, opening_cue,
+    ConversationStop, Line, LogIndex, NpcId, Origin, Role, SpeakerId, TurnTaking, estimate_tokens,
+    opening_cue,
 };
 use crate::plugin::clock::NpcMemoryClock;
 use crate::plugin::conversations::{
@@ -349,17 +350,15 @@ impl Conversing<'_, '_> {
             return;
         };
         let conv = &mut self.conversations.running[at];
-        let Step::Speaking {
-            turn: own, ending, ..
-        } = conv.step
-        else {
-            conv.joined.retain(|&j| j != (place, turn));
-            return;
+        let ending = match conv.step {
+            Step::Speaking {
+                turn: own, ending, ..
+            } if own == turn => ending,
+            _ => {
+                conv.joined.retain(|&j| j != (place, turn));
+                return;
+            }
         };
-        if own != turn {
-            conv.joined.retain(|&j| j != (place, turn));
-            return;
-        }
         let kept = match error {
             ReplyError::Interrupted { kept: Some(index) } => self
                 .core
@@ -401,21 +400,7 @@ impl Conversing<'_, '_> {
         tokens: u64,
         ending: bool,
     ) {
-        let conv = &mut self.conversations.running[at];
-        let line = conv.turns.lines();
-        let next = conv.turns.said(place, &text, tokens);
-        let heard = Heard {
-            text: text.clone(),
-            speaker: conv.speakers[place].clone(),
-        };
-        self.lines.write(ConversationLine {
-            id: conv.id,
-            speaker: conv.participants[place].clone(),
-            text,
-            line,
-            turn,
-            index,
-        });
+        let (next, heard) = self.count_line(at, place, text, index, turn, tokens);
         match next {
             Ok(_) if ending => {
                 self.pass_on(at, place, &heard, None);
@@ -445,30 +430,47 @@ impl Conversing<'_, '_> {
         index: LogIndex,
         turn: TurnId,
     ) {
-        let conv = &mut self.conversations.running[at];
-        let npc = conv.participants[place].clone();
-        let private = self.core.layers.log(&npc).and_then(|log| log.get(index));
+        let npc = &self.conversations.running[at].participants[place];
+        let private = self.core.layers.log(npc).and_then(|log| log.get(index));
         if private.is_none_or(|m| m.origin == Origin::SaidPrivately) {
             return;
         }
+        // The player's turn, not the conversation's: it costs the budget nothing.
+        let (next, heard) = self.count_line(at, place, text, index, Some(turn), 0);
+        self.pass_on(at, place, &heard, None);
+        if let Err(stop) = next {
+            self.end(at, ConversationEnd::Stopped(stop));
+        }
+    }
+
+    /// A line of participant `place` counts against the rules and is reported
+    /// to the game; returns who speaks next (or why it stops) and the line as
+    /// the others hear it.
+    fn count_line(
+        &mut self,
+        at: usize,
+        place: usize,
+        text: Arc<str>,
+        index: LogIndex,
+        turn: Option<TurnId>,
+        tokens: u64,
+    ) -> (Result<usize, ConversationStop>, Heard) {
+        let conv = &mut self.conversations.running[at];
         let line = conv.turns.lines();
-        let next = conv.turns.said(place, &text, 0);
+        let next = conv.turns.said(place, &text, tokens);
         let heard = Heard {
             text: text.clone(),
             speaker: conv.speakers[place].clone(),
         };
         self.lines.write(ConversationLine {
             id: conv.id,
-            speaker: npc,
+            speaker: conv.participants[place].clone(),
             text,
             line,
-            turn: Some(turn),
+            turn,
             index,
         });
-        self.pass_on(at, place, &heard, None);
-        if let Err(stop) = next {
-            self.end(at, ConversationEnd::Stopped(stop));
-        }
+        (next, heard)
     }
 
     /// Every participant but `place` (and `answerer`, who hears it as the line
