@@ -164,6 +164,9 @@ pub(crate) struct AssemblyInput<'a> {
     /// What this prompt's addressee must not read: other speakers' private lines,
     /// and what covers or cites them.
     pub(crate) withheld: &'a Withheld,
+    /// The most tokens of lore, whatever room is left: a log sent whole past
+    /// the budget keeps lore to its share of the budget, not of the overshoot.
+    pub(crate) lore_cap: Option<usize>,
 }
 
 /// One candidate line of a flexible section and its cost.
@@ -337,9 +340,11 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
         max.saturating_sub(required)
             .saturating_sub(headers.iter().flatten().sum::<usize>())
     });
-    let lore_limit = room.map_or(usize::MAX, |room| {
-        (room as f64 * f64::from(input.budget.shares.lore.max(0.0))) as usize
-    });
+    let lore_limit = room
+        .map_or(usize::MAX, |room| {
+            (room as f64 * f64::from(input.budget.shares.lore.max(0.0))) as usize
+        })
+        .min(input.lore_cap.unwrap_or(usize::MAX));
     let sent_lore = lore::pick(&lore_items, lore_limit, lore_header);
     let lore_tokens = lore::tokens(&sent_lore, lore_header);
     let takes = match room {
@@ -433,26 +438,41 @@ pub(crate) fn assemble(input: AssemblyInput<'_>) -> AssembledPrompt {
     }
 }
 
-/// Whether the persona, `facts` and every message of `log` fit in `max` tokens:
-/// then a layered prompt sends the log as it is, since no summary or recalled line
-/// could say more than the log itself. Stops counting once past `max`.
+/// Whether the persona, `facts` and every message of `log`, as they are sent
+/// (notes with their dates and framing), fit in `max` tokens: then a layered
+/// prompt sends the log as it is, since no summary or recalled line could say
+/// more than the log itself. Stops counting once past `max`.
 pub(crate) fn whole_log_fits(
     log: &ChatLog,
-    persona: &PersonaPrompt,
+    speaker: (&PersonaPrompt, &DateFormat),
     facts: Option<&str>,
     max: usize,
 ) -> bool {
+    whole_log_prefix(log, speaker, facts, max) == log.next_index()
+}
+
+/// How many of `log`'s first messages fit in `max` tokens with the persona and
+/// `facts`, counted as they are sent.
+pub(crate) fn whole_log_prefix(
+    log: &ChatLog,
+    (persona, dates): (&PersonaPrompt, &DateFormat),
+    facts: Option<&str>,
+    max: usize,
+) -> LogIndex {
     let labels = player_label_if_mixed(log, persona);
     let mut tokens = estimate_tokens(&persona.text)
         + MESSAGE_OVERHEAD_TOKENS
         + facts.map_or(0, |f| estimate_tokens(f) + 1);
-    for message in log.messages() {
-        if tokens > max {
-            return false;
-        }
-        tokens += message_tokens(message, labels);
+    if tokens > max {
+        return 0;
     }
-    tokens <= max
+    for message in log.messages() {
+        tokens += estimate_message_tokens(&message.to_prompt_labelled(dates, labels));
+        if tokens > max {
+            return message.index;
+        }
+    }
+    log.next_index()
 }
 
 fn message_tokens(message: &ChatMessage, labels: Option<&str>) -> usize {

@@ -179,9 +179,16 @@ pub struct PromptBudget {
 pub enum ShortLogs {
     /// While the persona, the pinned facts and every message fit the budget, the
     /// log is sent as it is, without summaries or recalled lines (they could only
-    /// repeat it), and folds wait until the log outgrows the budget or the window
-    /// nears its hard cap, saving their requests. Pinned facts the summarizer
-    /// would find, and gossip about them, wait as well.
+    /// repeat it). Until the first fold it is sent whole a little further, to
+    /// half of [`FollowUps::growth`] past the budget (2,500 tokens of a 2,000
+    /// budget growing to 3,000), as a conversation's prompt would grow anyway.
+    /// Folds wait until then, saving their requests, and start half the growth
+    /// before the conversation's rebuild that needs them; the window's hard cap
+    /// waits too, while the prompt holds every message and while those first
+    /// folds cover what was sent whole. Without follow-ups (no growth) the next
+    /// prompt past the budget is layered at once, so folds also start once the
+    /// lines no summary covers near the window's hard cap. Pinned facts the
+    /// summarizer would find, and gossip about them, wait as well.
     #[default]
     SentWhole,
     /// Every prompt is layered and summaries fold every threshold from the first

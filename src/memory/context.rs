@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::assembly::{
-    AssembledPrompt, ComposedPrompt, Conversation, SummarySource, whole_log_fits,
+    AssembledPrompt, ComposedPrompt, Conversation, SummarySource, whole_log_fits, whole_log_prefix,
 };
 use super::clock::DateFormat;
 use super::config::MemoryFeatures;
@@ -29,6 +29,12 @@ pub const MAX_STORED_REASON_CHARS: usize = 500;
 /// Over this many times their limit, segments are compacted without waiting for
 /// a whole batch ([`SegmentConfig::compact_batch`](super::SegmentConfig)).
 pub(crate) const COMPACT_ANYWAY: usize = 4;
+
+/// How far past the budget a log nothing has folded yet is still sent whole, as
+/// a share of the follow-ups' growth: at 0.5, a 2,000-token budget growing to
+/// 3,000 sends it whole up to 2,500. Folds start there, half the growth before
+/// the follow-ups' cap, so their summaries are in by the rebuild that needs them.
+pub(crate) const WHOLE_LOG_GROWTH: f64 = 0.5;
 
 /// Requests per summary before it degrades: the first try and one retry.
 pub const SUMMARY_ATTEMPTS: u32 = 2;
@@ -296,22 +302,61 @@ impl ContextMemory {
         }
     }
 
-    /// Whether a layered prompt sends `log` whole ([`ShortLogs::SentWhole`]): it
-    /// has a budget, and the persona, `facts` and every message fit it.
+    /// Whether a layered prompt sends `log` whole ([`ShortLogs::SentWhole`]): the
+    /// persona, `facts` and every message fit [`Self::whole_log_limit`].
     pub(crate) fn sends_whole_log(&self, log: &ChatLog, facts: Option<&str>) -> bool {
-        self.features.any()
-            && self.features.budget.short_logs == ShortLogs::SentWhole
-            && self
-                .features
-                .budget
-                .max_tokens
-                .is_some_and(|max| whole_log_fits(log, &self.persona, facts, max))
+        self.whole_log_limit()
+            .is_some_and(|limit| whole_log_fits(log, (&self.persona, &self.dates), facts, limit))
+    }
+
+    /// The most tokens a log is sent whole at, if it is sent whole at all: the
+    /// budget, and while no fold has covered any of the log, [`WHOLE_LOG_GROWTH`]
+    /// of the follow-ups' growth past it. Until then a fold would only repeat
+    /// what the prompt holds; after it the prompt is layered within the budget.
+    pub(crate) fn whole_log_limit(&self) -> Option<usize> {
+        let before_folds = self.whole_log_limit_before_folds()?;
+        match self.features.budget.max_tokens {
+            Some(max) if self.covered_until > 0 => Some(max),
+            _ => Some(before_folds),
+        }
+    }
+
+    fn whole_log_limit_before_folds(&self) -> Option<usize> {
+        let budget = &self.features.budget;
+        let max = budget
+            .max_tokens
+            .filter(|_| self.features.any() && budget.short_logs == ShortLogs::SentWhole)?;
+        let growth = budget.follow_up_cap().unwrap_or(max).saturating_sub(max);
+        Some(max + (growth as f64 * WHOLE_LOG_GROWTH) as usize)
+    }
+
+    /// Whether the window's hard cap waits: the next prompt will still hold the
+    /// whole log (it is sent whole, or the conversation extends a prompt that
+    /// holds it within the follow-ups' cap), so nothing the cap would drop
+    /// leaves the prompt; or the first folds are still covering what was sent
+    /// whole before them, which they will cover in a moment.
+    pub(crate) fn hard_cap_waits(&self, log: &ChatLog, facts: Option<&str>) -> bool {
+        let speaker = (&self.persona, &self.dates);
+        let cap = self.features.budget.follow_up_cap();
+        let extends_whole = || {
+            self.whole_log_limit().is_some()
+                && self.conversation.holds_whole_log()
+                && cap.is_some_and(|cap| whole_log_fits(log, speaker, facts, cap))
+        };
+        let folding_what_was_whole = || {
+            self.whole_log_limit_before_folds().is_some_and(|limit| {
+                self.covered_until < whole_log_prefix(log, speaker, facts, limit)
+            })
+        };
+        self.sends_whole_log(log, facts) || extends_whole() || folding_what_was_whole()
     }
 
     /// Whether a summary would be due for a log of `log_len` messages. While the
-    /// prompt sends the whole log, folds wait (a summary would only repeat it)
-    /// until the messages no summary covers come within a threshold of the
-    /// window's `hard_cap`.
+    /// log is sent whole, folds wait: a summary would only repeat it. With
+    /// follow-ups, the conversation's prompt goes on holding the whole log past
+    /// that point, which gives the folds their lead; without them the next
+    /// prompt is layered at once, so folds also start once the messages no
+    /// summary covers come within a threshold of the window's `hard_cap`.
     pub(crate) fn due(
         &self,
         log_len: LogIndex,
@@ -334,7 +379,8 @@ impl ContextMemory {
         }
         let pending = log_len - self.covered_until;
         let threshold = self.threshold as LogIndex;
-        let near_cap = pending.saturating_add(threshold) >= hard_cap as LogIndex;
+        let near_cap = self.features.budget.follow_up_cap().is_none()
+            && pending.saturating_add(threshold) >= hard_cap as LogIndex;
         (pending >= threshold && log_len >= self.retry_after && (!whole_log_sent || near_cap))
             .then_some(SummaryTrigger::Threshold)
     }

@@ -65,6 +65,12 @@ impl RollingWindow {
         1 + self.messages(log).len()
     }
 
+    /// The oldest message the hard cap lets the window hold.
+    pub(crate) fn cap_start(&self, log: &ChatLog) -> LogIndex {
+        log.next_index()
+            .saturating_sub((self.hard_cap - 1) as LogIndex)
+    }
+
     pub(crate) fn resize(&mut self, max_context_window: usize, hard_cap: usize) {
         self.max_context_window = max_context_window.max(2);
         self.hard_cap = hard_cap.max(self.max_context_window);
@@ -76,10 +82,14 @@ impl RollingWindow {
 
     /// Applies the trimming rule. `covered_until` is the first index no summary
     /// covers. Returns the uncovered messages the hard cap forced out, if any.
+    /// While `cap_waits`, the hard cap drops nothing: the prompt holds those
+    /// messages whole, or the folds that waited for the log to outgrow it are
+    /// covering them.
     pub(crate) fn trim(
         &mut self,
         log: &ChatLog,
         covered_until: LogIndex,
+        cap_waits: bool,
     ) -> Option<Range<LogIndex>> {
         let end = log.next_index();
         let body_limit = (self.max_context_window - 1) as LogIndex;
@@ -90,9 +100,9 @@ impl RollingWindow {
             start = skip_replies(log, start, free_until);
         }
 
-        let cap_start = end.saturating_sub((self.hard_cap - 1) as LogIndex);
+        let cap_start = self.cap_start(log);
         let mut dropped = None;
-        if start < cap_start {
+        if start < cap_start && !cap_waits {
             let first_uncovered = start.max(free_until);
             dropped = Some(first_uncovered..cap_start);
             start = cap_start;
@@ -130,7 +140,7 @@ mod tests {
         let mut window = RollingWindow::new(4, 8);
         let log = log_of(&[U, A, U, A]);
         // Messages 0 and 1 are covered by the first summary.
-        assert_eq!(window.trim(&log, 2), None);
+        assert_eq!(window.trim(&log, 2, false), None);
         assert_eq!(window.start(), 2);
         assert_eq!(window.len(&log), 3);
         assert_eq!(window.messages(&log)[0].content.as_ref(), "m2");
@@ -140,7 +150,7 @@ mod tests {
     fn uncovered_messages_stay_past_the_window() {
         let mut window = RollingWindow::new(4, 8);
         let log = log_of(&[U, A, U, A, U, A]);
-        assert_eq!(window.trim(&log, 0), None);
+        assert_eq!(window.trim(&log, 0, false), None);
         assert_eq!(window.start(), 0);
         assert_eq!(window.len(&log), 7);
     }
@@ -149,9 +159,21 @@ mod tests {
     fn the_hard_cap_drops_uncovered_messages_and_reports_them() {
         let mut window = RollingWindow::new(4, 5);
         let log = log_of(&[U, A, U, A, U, A]);
-        assert_eq!(window.trim(&log, 1), Some(1..2));
+        assert_eq!(window.trim(&log, 1, false), Some(1..2));
         assert_eq!(window.start(), 2);
         assert_eq!(window.len(&log), 5);
+    }
+
+    #[test]
+    fn the_hard_cap_waits_while_the_whole_log_is_sent() {
+        let mut window = RollingWindow::new(4, 5);
+        let log = log_of(&[U, A, U, A, U, A]);
+        assert_eq!(window.trim(&log, 0, true), None);
+        assert_eq!(window.start(), 0);
+        assert_eq!(window.len(&log), 7);
+        // Once the log is no longer sent whole, the cap applies again.
+        assert_eq!(window.trim(&log, 0, false), Some(0..2));
+        assert_eq!(window.start(), 2);
     }
 
     #[test]
@@ -159,7 +181,7 @@ mod tests {
         let mut window = RollingWindow::new(3, 8);
         let log = log_of(&[U, A, U, A]);
         // Only message 0 is covered: the window may drop it but must keep reply 1.
-        assert_eq!(window.trim(&log, 1), None);
+        assert_eq!(window.trim(&log, 1, false), None);
         assert_eq!(window.start(), 1);
     }
 
@@ -167,9 +189,9 @@ mod tests {
     fn the_window_never_moves_back() {
         let mut window = RollingWindow::new(3, 8);
         let log = log_of(&[U, A, U, A]);
-        window.trim(&log, 4);
+        window.trim(&log, 4, false);
         let start = window.start();
-        window.trim(&log, 0);
+        window.trim(&log, 0, false);
         assert_eq!(window.start(), start);
     }
 }

@@ -129,7 +129,7 @@ pub fn import_unity_save(
         .map_err(|invalid| LoadError::Inconsistent(invalid.to_string()))?;
     let _ = memory
         .window
-        .trim(&memory.log, memory.context.covered_until());
+        .trim(&memory.log, memory.context.covered_until(), false);
     Ok(MemoryParts::of(
         &memory.log,
         &memory.window,

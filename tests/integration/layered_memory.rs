@@ -454,3 +454,52 @@ fn recall_works_for_chinese_without_spaces() {
     assert!(system.contains("[回忆的原话"), "{system}");
     assert!(system.contains("北方的避难所"));
 }
+
+/// A layered NPC whose log still fits is sent it whole, past the window's hard
+/// cap: no fold is asked for and nothing is reported dropped. Folds start once
+/// the log outgrows what is sent whole (the budget plus half the follow-ups'
+/// growth before the first fold), and every line the prompt left by then is in
+/// a summary.
+#[test]
+fn a_short_log_goes_whole_past_the_hard_cap_and_folds_only_once_it_outgrows_it() {
+    let plugin = NpcMemoryPlugin::default()
+        .with_backend(OfflineBackend::default())
+        .with_window(4)
+        .with_features(MemoryFeatures::layered(300));
+    let mut h = Harness::new(plugin);
+    h.spawn("echo7", persona("ECHO-7"));
+    let mut turn = 0;
+    while h.inbox::<NpcSummaryUpdated>().is_empty() {
+        let prompt = context(&h, "echo7").last_prompt().cloned();
+        if let Some(prompt) = prompt {
+            let window = prompt.section(SectionKind::Window).unwrap();
+            assert_eq!(window.included.len(), h.log("echo7").len() - 1, "{turn}");
+        }
+        assert!(turn < 60, "no fold after {turn} lines");
+        h.say(
+            "echo7",
+            &format!("Valve {turn} on deck two is stuck again."),
+        );
+        turn += 1;
+        h.wait_for_replies(turn);
+    }
+    assert!(
+        h.log("echo7").len() > 8,
+        "the log passed the hard cap of 8 whole"
+    );
+    let degraded: Vec<_> = h
+        .inbox::<NpcMemoryDegraded>()
+        .iter()
+        .map(|d| format!("{:?}", d.degradation))
+        .collect();
+    assert!(
+        degraded.is_empty(),
+        "nothing was dropped: {degraded:?} at {turn}, log {}",
+        h.log("echo7").len()
+    );
+    let folded = context(&h, "echo7").last_prompt().unwrap().tokens;
+    assert!(
+        folded > 300,
+        "the first fold waited past the budget: {folded}"
+    );
+}

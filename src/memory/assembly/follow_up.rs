@@ -221,6 +221,12 @@ impl Conversation {
         Ok(prompt)
     }
 
+    /// Whether the last prompt held every message of the log up to its newest
+    /// line, so the next line extends a whole log.
+    pub(crate) fn holds_whole_log(&self) -> bool {
+        self.0.as_deref().is_some_and(Thread::holds_whole_log)
+    }
+
     /// Remembers `prompt`, built from `next`, as the one the next line extends.
     pub(crate) fn remember(&mut self, prompt: Arc<AssembledPrompt>, next: &Next<'_>) {
         if next.features.budget.follow_up_cap().is_none() {

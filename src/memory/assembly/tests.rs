@@ -57,6 +57,7 @@ fn recall_only(
     compact_recall: bool,
 ) -> AssembledPrompt {
     assemble(AssemblyInput {
+        lore_cap: None,
         persona,
         lore: &[],
         facts: None,
@@ -86,6 +87,7 @@ fn without_a_budget_every_section_is_sent_in_order() {
     let log = log(&refs);
     let segments = [segment(0..4, "Alex came to fix the power.")];
     let prompt = assemble(AssemblyInput {
+        lore_cap: None,
         persona: &persona(),
         lore: &[],
         facts: Some("[Pinned facts]\n<facts>\nplayer_name = \"Alex\"\n</facts>".into()),
@@ -143,6 +145,7 @@ fn a_tight_budget_trims_flexible_sections_but_never_persona_facts_or_uncovered_l
     };
     let recalled: Vec<RecallHit> = (0..10).map(|i| hit(i, 10.0 - i as f32)).collect();
     let prompt = assemble(AssemblyInput {
+        lore_cap: None,
         persona: &persona(),
         lore: &[],
         facts: Some("<facts>\nplayer_name = \"Alex\"\n</facts>".into()),
@@ -197,6 +200,7 @@ fn an_impossible_budget_is_reported_not_enforced_on_required_sections() {
         ..PromptBudget::default()
     };
     let prompt = assemble(AssemblyInput {
+        lore_cap: None,
         persona: &persona(),
         lore: &[],
         facts: None,
@@ -231,6 +235,7 @@ fn hostile_player_lines_stay_quoted_data_inside_the_system_message() {
     ];
     let log = log(&hostile);
     let prompt = assemble(AssemblyInput {
+        lore_cap: None,
         persona: &persona(),
         lore: &[],
         facts: None,

@@ -607,8 +607,19 @@ impl LayersMut<'_> {
         self.log.set_origin(index, origin)
     }
 
+    /// Every pinned fact, whoever may read it: whether the log is sent whole
+    /// only decides when folds start and the window's hard cap applies.
+    pub(super) fn every_fact(&self) -> Option<String> {
+        self.context
+            .facts_section(self.log.speakers(), &Withheld::default())
+    }
+
     pub(super) fn trim(&mut self) -> Option<Degradation> {
-        let dropped = self.window.trim(self.log, self.context.covered_until)?;
+        let facts = self.every_fact();
+        let waits = self.context.hard_cap_waits(self.log, facts.as_deref());
+        let dropped = self
+            .window
+            .trim(self.log, self.context.covered_until, waits)?;
         let degradation = Degradation::WindowOverflow { dropped };
         self.context.degradations.push(degradation.clone());
         Some(degradation)
@@ -695,27 +706,45 @@ fn build_prompt(
         // mode's one system message.
         cacheable: context.features.any(),
         withheld,
+        lore_cap: None,
     };
     if context.sends_whole_log(log, facts.as_deref()) {
-        let whole = assemble(input(
-            facts.clone(),
-            SummarySource::Rolling(""),
-            Vec::new(),
-            0,
-            0,
-        ));
-        // The check that chose it counts the log's words; what is sent (notes
-        // with their dates, lore found for the line) can come to a little more.
-        let budget = context.features.budget.max_tokens;
-        if budget.is_none_or(|max| whole.tokens <= max) {
+        // Lore found for the line shares what the whole log leaves of its limit,
+        // within its share of the budget.
+        let limit = context.whole_log_limit();
+        let shares = &context.features.budget.shares;
+        let lore_cap = (context.features.budget.max_tokens)
+            .map(|max| (max as f64 * f64::from(shares.lore.max(0.0))) as usize);
+        let whole_budget = crate::memory::PromptBudget {
+            max_tokens: limit,
+            ..context.features.budget.clone()
+        };
+        let whole = assemble(AssemblyInput {
+            budget: &whole_budget,
+            lore_cap,
+            ..input(facts.clone(), SummarySource::Rolling(""), Vec::new(), 0, 0)
+        });
+        // The check that chose it cannot count the lore found for the line,
+        // which can come to more, and then the assembler would cut the log's
+        // start to fit.
+        let sent = whole
+            .sections
+            .iter()
+            .filter(|section| section.kind == crate::memory::SectionKind::Window)
+            .map(|section| section.included.len())
+            .sum::<usize>();
+        let fits = limit.is_none_or(|limit| whole.tokens <= limit);
+        if fits && sent == withheld.keep(log.messages()).len() {
             return whole;
         }
     }
+    // The hard cap waits while the log is sent whole; a log whose words fit but
+    // whose sent text does not is layered within it all the same.
     assemble(input(
         facts,
         context.summary_source(),
         recalled,
-        window.start(),
+        window.start().max(window.cap_start(log)),
         context.covered_until,
     ))
 }

@@ -12,7 +12,6 @@ use crate::memory::context::{
 };
 use crate::memory::facts::{FactUpdate, parse_summary_reply};
 use crate::memory::message::LogIndex;
-use crate::memory::privacy::Withheld;
 use crate::memory::segments::{SegmentPriority, SummarySegment};
 use crate::memory::summary::{SummaryJob, SummaryOutcome, SummaryUpdate, job_for_in_flight};
 
@@ -24,11 +23,7 @@ impl LayersMut<'_> {
 
     /// Starts a summary if one is due and none is in flight.
     pub fn start_summary(&mut self) -> Option<SummaryJob> {
-        // Whether the log is sent whole only decides when folds start: every
-        // fact counts, whoever may read it.
-        let facts = self
-            .context
-            .facts_section(self.log.speakers(), &Withheld::default());
+        let facts = self.every_fact();
         let whole = self.context.sends_whole_log(self.log, facts.as_deref());
         let trigger = self
             .context

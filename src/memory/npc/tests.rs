@@ -672,38 +672,118 @@ fn after_a_pause_a_prompt_that_holds_the_whole_log_is_still_extended() {
 }
 
 /// A layered prompt sends a short log as it is: the persona and every message,
-/// with no summary requested, until the log outgrows the budget.
+/// with no summary requested, past the window's hard cap, and on as a follow-up
+/// past the budget. Folds start only once the whole log comes within the lead of
+/// the follow-up cap, so the summaries are in by the time the conversation is
+/// rebuilt, and the rebuilt prompt has them.
 #[test]
 fn a_log_that_fits_the_budget_is_sent_whole_and_folds_wait() {
     let mut config = MemoryConfig::with_window(4);
-    config.hard_cap = Some(100);
     config.features = MemoryFeatures::layered(400);
+    let cap = config.features.budget.follow_up_cap().unwrap();
     let mut memory = NpcMemory::new(persona(), &config);
-    let mut turn = 0u32;
-    loop {
+    let mut first_fold = None;
+    for turn in 0..60u32 {
         let mut layers = memory.layers();
         let t = f64::from(turn) * 30.0;
         let said = layers.say(format!("Line {turn} about the pumps."), t);
         let prompt = layers.context().last_prompt().unwrap().clone();
-        if layers.context().history().is_empty() && said.summary.is_none() {
+        let folded = said.summary.is_some() || !layers.context().history().is_empty();
+        if first_fold.is_none() && !folded {
             let log = layers.log().messages();
             // One system message, then the whole log word for word.
             assert_eq!(said.messages.len(), 1 + log.len(), "turn {turn}");
             for (sent, message) in said.messages[1..].iter().zip(log) {
                 assert_eq!(sent.content, message.content);
             }
-            assert!(prompt.tokens <= 400);
-        } else {
-            // The fold came only once the log no longer fit.
-            assert!(prompt.tokens > 300 || said.summary.is_some(), "turn {turn}");
-            assert!(turn >= 4, "the first fold waited past the threshold");
-            break;
+            assert!(prompt.tokens <= cap - (cap - 400) / 2, "turn {turn}");
+        } else if first_fold.is_none() {
+            // The fold waited past the budget, until the lead of the cap.
+            assert!(prompt.tokens > 400, "turn {turn}: {}", prompt.tokens);
+            first_fold = Some(turn);
+        } else if !prompt.follow_up {
+            // The rebuild that outgrew the cap finds every message before its
+            // window in a summary.
+            let window = prompt
+                .sections
+                .iter()
+                .find(|s| s.kind == SectionKind::Window);
+            let oldest = window.unwrap().included[0];
+            assert!(layers.context().covered_until() >= oldest, "{prompt:?}");
+            assert!(
+                layers.context().degradations().is_empty(),
+                "nothing was forced out of the window"
+            );
+            return;
         }
+        layers.answer_offline(said.summary);
         let replied = layers.reply(format!("Pumps logged, {turn}."), t + 1.0);
-        assert!(replied.summary.is_none(), "turn {turn}: the log still fits");
-        turn += 1;
-        assert!(turn < 100);
+        if first_fold.is_none() {
+            assert!(
+                replied.summary.is_none(),
+                "turn {turn}: the log is still held"
+            );
+        }
+        layers.answer_offline(replied.summary);
     }
+    panic!("no rebuild after the first fold at {first_fold:?}");
+}
+
+/// Folds wait on what is sent, not on the log's words: notes go out with their
+/// dates and framing, so a log of notes can stop fitting before its words do,
+/// and from the first prompt that does not hold the whole log, folds run.
+#[test]
+fn folds_wait_only_while_what_is_sent_is_the_whole_log() {
+    let mut config = MemoryConfig::with_window(4);
+    config.features = MemoryFeatures::layered(300);
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut layered = 0;
+    for turn in 0..40u32 {
+        let t = f64::from(turn) * 600.0;
+        let mut layers = memory.layers();
+        let noted = layers.witness(format!("Crate {turn} was moved to bay {turn}."), 0.5, t);
+        layers.answer_offline(noted.summary);
+        let said = layers.say(format!("Crate {turn}?").as_str(), t + 1.0);
+        let prompt = layers.context().last_prompt().unwrap().clone();
+        let window = prompt.section(SectionKind::Window).unwrap();
+        if window.included.len() < layers.log().messages().len() {
+            layered += 1;
+            let folding = said.summary.is_some() || layers.context().covered_until() > 0;
+            assert!(folding, "turn {turn}: layered, and folds still wait");
+        }
+        layers.answer_offline(said.summary);
+        let replied = layers.reply("Logged.", t + 2.0);
+        layers.answer_offline(replied.summary);
+    }
+    assert!(layered > 0, "the log outgrew its prompt");
+}
+
+/// Until the first fold, a fresh prompt (here the first after a load) sends the
+/// whole log past the budget, up to half the follow-ups' growth, as the
+/// conversation's prompt did; no fold is due until then.
+#[test]
+fn before_the_first_fold_a_fresh_prompt_sends_the_whole_log_past_the_budget() {
+    let mut config = MemoryConfig::with_window(4);
+    config.features = MemoryFeatures::layered(300);
+    let mut memory = NpcMemory::new(persona(), &config);
+    let mut t = 0.0;
+    while memory.context.last_prompt().is_none_or(|p| p.tokens <= 310) {
+        let mut layers = memory.layers();
+        let said = layers.say("Is the pump on line four still rattling?", t);
+        assert!(
+            said.summary.is_none(),
+            "no fold before the log outgrows 375"
+        );
+        let replied = layers.reply("It rattles, but it holds.", t + 1.0);
+        assert!(replied.summary.is_none());
+        t += 10.0;
+    }
+    let parts = MemoryParts::of(&memory.log, &memory.window, &memory.context);
+    let mut loaded = parts.into_memory().unwrap();
+    let said = loaded.layers().say("Still there?", t + 400.0);
+    let prompt = loaded.context.last_prompt().unwrap();
+    assert!(!prompt.follow_up && prompt.tokens > 300, "{prompt:?}");
+    assert_eq!(said.messages.len(), 1 + loaded.log.messages().len());
 }
 
 /// A pinned fact that changes mid-conversation is appended before the next line,

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::memory::limits::MAX_STORED_REASON_CHARS;
-use crate::memory::{FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, SummaryStyle};
+use crate::memory::{
+    FactKey, MemoryFeatures, NpcMemory, PersonaPrompt, Role, ShortLogs, SummaryStyle,
+};
 
 /// A layered memory with every part filled: segments, facts, recall state,
 /// history and a degradation.
@@ -12,11 +14,13 @@ fn parts() -> MemoryParts {
         text: "You are ECHO-7.".into(),
         style: SummaryStyle::english(),
     };
-    let config = MemoryConfig {
+    let mut config = MemoryConfig {
         summary_threshold: Some(2),
         features: MemoryFeatures::layered(500),
         ..MemoryConfig::with_window(4)
     };
+    // Folds from the first lines, so the save holds segments and facts.
+    config.features.budget.short_logs = ShortLogs::Layered;
     let mut memory = NpcMemory::new(persona, &config);
     let mut layers = memory.layers();
     for turn in 0..6 {
