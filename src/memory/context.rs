@@ -315,10 +315,13 @@ impl ContextMemory {
     /// what the prompt holds; after it the prompt is layered within the budget.
     pub(crate) fn whole_log_limit(&self) -> Option<usize> {
         let before_folds = self.whole_log_limit_before_folds()?;
-        match self.features.budget.max_tokens {
-            Some(max) if self.covered_until > 0 => Some(max),
-            _ => Some(before_folds),
-        }
+        // Sent whole at all means there is a budget.
+        let max = self.features.budget.max_tokens?;
+        Some(if self.covered_until > 0 {
+            max
+        } else {
+            before_folds
+        })
     }
 
     fn whole_log_limit_before_folds(&self) -> Option<usize> {

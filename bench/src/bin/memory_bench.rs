@@ -67,7 +67,7 @@ use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, me
 use bevy_npc_memory_bench::summarizer::Summarizer;
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations|summarizer --base-url URL [--model NAME]] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,

@@ -728,11 +728,8 @@ fn build_prompt(
         // which can come to more, and then the assembler would cut the log's
         // start to fit.
         let sent = whole
-            .sections
-            .iter()
-            .filter(|section| section.kind == crate::memory::SectionKind::Window)
-            .map(|section| section.included.len())
-            .sum::<usize>();
+            .section(crate::memory::SectionKind::Window)
+            .map_or(0, |window| window.included.len());
         let fits = limit.is_none_or(|limit| whole.tokens <= limit);
         if fits && sent == withheld.keep(log.messages()).len() {
             return whole;
