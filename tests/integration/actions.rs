@@ -3,7 +3,7 @@
 //! memory. Everything goes through the public API, as a game would.
 
 use bevy::prelude::*;
-use bevy_npc_memory::memory::{ActionStep, ChatMessage, Origin};
+use bevy_npc_memory::memory::{ActionStep, ChatMessage, Origin, SpeakerId};
 use bevy_npc_memory::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -14,6 +14,7 @@ use bevy_npc_memory::actions::Acted;
 use bevy_npc_memory::actions::AnswerNpcAction;
 use bevy_npc_memory::actions::NpcActed;
 use bevy_npc_memory::actions::ProposedAction;
+use bevy_npc_memory::backends::ChatRequest;
 use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::dialogue::NpcRequests;
@@ -91,6 +92,15 @@ fn no_vault(proposed: In<ProposedAction>) -> Option<String> {
 }
 
 fn harness(backend: &ScriptedBackend, settings: NpcMemorySettings) -> (Harness, Entity) {
+    let persona = persona("ECHO-7").with_actions(["open_door", "call_elevator"]);
+    harness_for(backend, settings, persona)
+}
+
+fn harness_for(
+    backend: &ScriptedBackend,
+    settings: NpcMemorySettings,
+    persona: Persona,
+) -> (Harness, Entity) {
     let mut h = Harness::new(
         NpcMemoryPlugin::default()
             .with_backend(backend.clone())
@@ -105,7 +115,6 @@ fn harness(backend: &ScriptedBackend, settings: NpcMemorySettings) -> (Harness, 
         .set_npc_action_veto(no_vault)
         .init_resource::<SeenOnEntity>()
         .init_resource::<Elevator>();
-    let persona = persona("ECHO-7").with_actions(["open_door", "call_elevator"]);
     let entity = h.spawn("echo7", persona);
     h.app.world_mut().entity_mut(entity).observe(
         |acted: On<Acted>, mut seen: ResMut<SeenOnEntity>| seen.0.push(acted.name.clone()),
@@ -617,4 +626,56 @@ fn an_action_the_game_never_answers_fails_as_timed_out() {
     ));
     h.settle();
     assert_eq!(h.inbox::<NpcActed>().len(), 1);
+}
+
+/// An action's follow-up answers whoever called it, even when the window has
+/// dropped their line: in a window of two the call and its result fill it. A
+/// co-op player's private line stays out of the other player's follow-up, summary
+/// and all, and its summary reaches the player who said it.
+#[test]
+fn an_actions_follow_up_answers_whoever_called_it_when_the_window_holds_only_the_action() {
+    let backend = ScriptedBackend::new();
+    for _ in 0..40 {
+        backend.push_summary("Bob's override code is 4471.");
+    }
+    for door in ["north", "south", "east"] {
+        let arguments = format!(r#"{{"door": "{door}"}}"#);
+        backend
+            .push_calls("", vec![call(door, "open_door", &arguments)])
+            .push_reply(format!("The {door} door is open."));
+    }
+    let persona = persona("ECHO-7").with_window(2).with_actions(["open_door"]);
+    let (mut h, _) = harness_for(&backend, NpcMemorySettings::default(), persona);
+    let bob = SpeakerId::new("bob", "Bob").unwrap();
+    let lines = [
+        TalkToNpc::new("echo7", "The code is 4471. Open the north door.")
+            .from_speaker(bob.clone())
+            .privately(),
+        TalkToNpc::new("echo7", "Open the south door."),
+        TalkToNpc::new("echo7", "Open the east door.").from_speaker(bob),
+    ];
+    for (said, line) in lines.into_iter().enumerate() {
+        h.app.world_mut().write_message(line);
+        h.wait_for_replies(said + 1);
+        h.settle();
+    }
+
+    let follow_ups: Vec<ChatRequest> = backend
+        .requests_for(Purpose::Reply)
+        .into_iter()
+        .filter(|r| !r.messages.iter().any(|m| m.role == Role::User))
+        .collect();
+    assert_eq!(follow_ups.len(), 3, "every follow-up without its line");
+    let holds_code =
+        |request: &ChatRequest| request.messages.iter().any(|m| m.content.contains("4471"));
+    assert!(
+        !holds_code(&follow_ups[1]),
+        "the other player's follow-up: {:#?}",
+        follow_ups[1].messages
+    );
+    assert!(
+        holds_code(&follow_ups[2]),
+        "Bob's own follow-up keeps his summary: {:#?}",
+        follow_ups[2].messages
+    );
 }

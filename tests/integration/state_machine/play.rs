@@ -223,6 +223,20 @@ impl Play {
         })
     }
 
+    /// The newest line said to `npc` (a player's or another NPC's), empty before
+    /// the first.
+    fn newest_line(&self, npc: usize) -> String {
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        logs.get(&self.ids[npc])
+            .and_then(|log| {
+                log.messages().iter().rev().find(|m| {
+                    m.role == Role::User && matches!(m.origin, Origin::Said | Origin::SaidPrivately)
+                })
+            })
+            .map(|m| m.content.to_string())
+            .unwrap_or_default()
+    }
+
     /// After a load, what is private is what the loaded memory marks so: a line
     /// marked private after the save (or after the record a kill cut off) is
     /// shareable again, as it was then. Lines private from the start stay
@@ -750,13 +764,16 @@ impl Play {
                 .iter()
                 .filter(|r| r.npc == *owner && r.purpose() == Purpose::Reply)
             {
+                // A window of two can hold only an action's call and its result:
+                // the request then answers the newest line said to the NPC.
                 let newest = request
                     .messages
                     .iter()
                     .rev()
                     .find(|m| m.role == Role::User)
-                    .map_or("", |m| &*m.content);
-                let to_co_op = tags(newest).iter().any(|t| self.co_op_tags.contains(*t));
+                    .map(|m| m.content.to_string())
+                    .unwrap_or_else(|| self.newest_line(private.owner));
+                let to_co_op = tags(&newest).iter().any(|t| self.co_op_tags.contains(*t));
                 if to_co_op != private.co_op {
                     assert!(
                         !request.messages.iter().any(|m| m.content.contains(&needle)),
