@@ -13,7 +13,9 @@
 //! - `dispatch.rs`: requests are queued and sent; `results.rs`: replies and
 //!   summaries come back; `actions.rs`: the actions a reply called go to the game
 //!   and enter memory.
-//! - `conversing.rs`: conversations among NPCs go round, turn by turn.
+//! - `conversing/`: conversations among NPCs go round, turn by turn (`flow.rs`:
+//!   start, hand-over and end; `lines.rs`: each line goes round; `news.rs`: what
+//!   the pipeline reported that a conversation waits for).
 //! - `settle.rs`: what a load or restore leaves for turns.
 //! - `outbox.rs`: what the game hears, as messages and entity events.
 
