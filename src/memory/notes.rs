@@ -146,7 +146,7 @@ fn hearsay_note(hearsay: &Hearsay, when: &str, text: &str) -> String {
         );
     }
     match &hearsay.source {
-        Source::Said { speaker } => {
+        Source::Said { speaker, .. } => {
             note.push_str(&format!(", that {} said", quote_name(speaker)));
             if let Some(asked) = &hearsay.asked {
                 note.push_str(&format!(" when asked {}", quote(asked)));
@@ -204,6 +204,7 @@ mod tests {
             ],
             source: Source::Said {
                 speaker: "Alex".into(),
+                private: false,
             },
             original_time: 0.0,
             hops: 2,

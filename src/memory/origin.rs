@@ -99,6 +99,12 @@ pub enum Source {
     Said {
         /// Who said it.
         speaker: String,
+        /// Set when the line was made private at its source after it was told
+        /// ([`MarkPrivate`](crate::knowledge::MarkPrivate)): the listener keeps
+        /// what it heard, but never passes it on, even once the source NPC has
+        /// forgotten the line or is gone.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
     },
     /// Seen by an NPC.
     Witnessed {
@@ -159,7 +165,7 @@ impl Hearsay {
             return None;
         }
         match &mut self.source {
-            Source::Said { speaker } => bound_name(speaker),
+            Source::Said { speaker, .. } => bound_name(speaker),
             Source::Witnessed { witness } => bound_name(witness),
             Source::Lore { entry, .. } => bound_name(entry),
         }
@@ -189,7 +195,7 @@ impl Hearsay {
             return Err("has an original time that is not a finite number".into());
         }
         let source_name = match &self.source {
-            Source::Said { speaker } => speaker,
+            Source::Said { speaker, .. } => speaker,
             Source::Witnessed { witness } => witness,
             Source::Lore { entry, .. } => entry,
         };

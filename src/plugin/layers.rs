@@ -321,6 +321,34 @@ impl Layers<'_> {
         }
     }
 
+    /// Every other NPC stops passing on what it heard first-hand from `npc` of the
+    /// line `npc` just made private at `index`, and of its replies to it
+    /// ([`LayersMut::withhold_told`]): the mark then holds even once `npc` has
+    /// forgotten the line. Only NPCs that heard something from `npc` are touched.
+    pub(crate) fn withhold_told(&mut self, npc: &NpcId, index: LogIndex) {
+        let texts: Vec<std::sync::Arc<str>> = match self.get_mut(npc) {
+            Some(source) => std::iter::once(index)
+                .chain(source.replies_to(index))
+                .filter_map(|i| source.log().get(i).map(|m| m.content.clone()))
+                .collect(),
+            None => return,
+        };
+        let heard: Vec<NpcId> = self
+            .logs
+            .0
+            .iter()
+            .filter(|(other, log)| {
+                *other != npc && log.messages().iter().any(|m| heard_from(m, npc))
+            })
+            .map(|(other, _)| other.clone())
+            .collect();
+        for other in heard {
+            if let Some(mut layers) = self.get_mut(&other) {
+                layers.withhold_told(npc, &texts);
+            }
+        }
+    }
+
     /// [`retract_lore`](Self::retract_lore) for `npcs` only: those a load's rebuild
     /// found holding told lore, every other NPC's memory being new.
     pub(crate) fn retract_lore_in(
@@ -379,4 +407,10 @@ fn sent_lore(context: Option<&ContextMemory>) -> bool {
 fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
     matches!(&message.origin, Origin::Heard(heard)
         if matches!(heard.source, crate::memory::Source::Lore { retracted: false, .. }))
+}
+
+/// Whether an entry is something `source` passed on first-hand.
+fn heard_from(message: &crate::memory::ChatMessage, source: &NpcId) -> bool {
+    matches!(&message.origin, Origin::Heard(heard)
+        if heard.chain.last().is_some_and(|teller| teller.id == *source))
 }

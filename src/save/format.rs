@@ -36,7 +36,11 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 /// - 8: adds the summarizer's notes on lines (`recall.notes`), which recall
 ///   indexes with the lines they cite. Older saves have none and load unchanged;
 ///   a build that only knows 7 refuses a save that may hold them.
-pub const SAVE_FORMAT_VERSION: u32 = 8;
+/// - 9: adds the mark on hearsay of a line made private at its source after it
+///   was told (source `{"said": {speaker, private}}`), which keeps the listener
+///   from passing it on. Older saves have none and load unchanged; a build that
+///   only knows 8 refuses a save that may hold them, instead of passing such lines on.
+pub const SAVE_FORMAT_VERSION: u32 = 9;
 
 /// Every NPC's memory: what a save slot holds. Secrets and backend settings are
 /// never part of it.

@@ -77,7 +77,8 @@ fn migrate(version: u32, text: &str, ron: bool) -> Result<SaveGame, LoadError> {
         // with every entry a plain conversation line, no private queued line and no
         // lore changes; format 5 is format 6 with every line from the default player,
         // no heard fact and no lore told; format 6 is format 7 without actions; format
-        // 7 is format 8 without notes on lines.
+        // 7 is format 8 without notes on lines; format 8 is format 9 without hearsay
+        // made private at its source.
         2..=SAVE_FORMAT_VERSION => {
             let mut save: SaveGame = if ron {
                 ron::from_str(text).map_err(malformed)?

@@ -162,7 +162,8 @@ fn a_two_hop_chain_reaches_the_prompt_with_its_tellers() {
     assert_eq!(
         hearsay.source,
         Source::Said {
-            speaker: "Player".into()
+            speaker: "Player".into(),
+            private: false,
         }
     );
     let note = notes(&h, "rusty").join("\n");
@@ -248,6 +249,59 @@ fn a_line_made_private_after_it_was_told_goes_no_further() {
         everything_in_prompt(&h, "marta").contains("boiler"),
         "marta still knows what she heard"
     );
+}
+
+/// The mark lives with every NPC that heard the line, not only with the one it
+/// was said to: once that NPC has forgotten everything, the others still keep
+/// the line and the reply to it to themselves, across a save.
+#[test]
+fn a_private_mark_outlives_the_memory_of_the_npc_it_was_said_to() {
+    let dir = temp_dir("private-mark-outlives");
+    let path = dir.join("slot.json");
+    let mut h = game();
+    for (id, name) in [("dana", "Dana"), ("marta", "Marta")] {
+        h.spawn(id, persona(name));
+    }
+    talk(
+        &mut h,
+        TalkToNpc::new("dana", "The spare key is under the boiler."),
+    );
+    for entry in [0, 1] {
+        let told = share(&mut h, ShareKnowledge::about_entry("dana", "marta", entry));
+        assert_eq!(told.len(), 1, "entry {entry} is told");
+    }
+    write(&mut h, MarkPrivate::new("dana", 0));
+    write(&mut h, ClearNpcMemory::new("dana"));
+    h.settle();
+    assert!(h.messages("dana").is_empty(), "dana forgot everything");
+
+    h.spawn("rusty", persona("Rusty"));
+    for entry in [0, 1] {
+        assert!(
+            share(&mut h, ShareKnowledge::about_entry("marta", "rusty", entry)).is_empty(),
+            "marta's entry {entry} goes no further"
+        );
+    }
+    h.save_to(&path);
+    drop(h);
+
+    let mut h = game();
+    h.load_ok(&path);
+    for (id, name) in [("dana", "Dana"), ("marta", "Marta"), ("rusty", "Rusty")] {
+        h.spawn(id, persona(name));
+    }
+    assert!(
+        share(
+            &mut h,
+            ShareKnowledge::about_query("marta", "rusty", "spare key boiler", 8)
+        )
+        .is_empty(),
+        "still after the load"
+    );
+    let marta = everything_in_prompt(&h, "marta");
+    assert!(marta.contains("boiler"), "marta still knows what she heard");
+    assert!(!everything_in_prompt(&h, "rusty").contains("boiler"));
+    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]

@@ -310,7 +310,8 @@ fn hearsay_names_the_speaker_who_said_it() {
     assert_eq!(
         hearsay.source,
         Source::Said {
-            speaker: "Bob".into()
+            speaker: "Bob".into(),
+            private: false,
         }
     );
     let note = h.window("rusty")[1].content.to_string();

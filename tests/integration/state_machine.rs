@@ -110,3 +110,37 @@ fn a_follow_up_without_its_line_answers_the_line_that_called_the_action() {
         play.check();
     }
 }
+
+/// Found by the long run: a line made private after it was told stays with the
+/// NPCs that heard it even once the NPC it was said to has forgotten it.
+#[test]
+fn a_line_made_private_goes_no_further_after_its_npc_forgets_it() {
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let steps = [
+        Step::Talk {
+            npc: 0,
+            text: "the key is under the boiler".into(),
+            private: false,
+            by_entity: false,
+            reply: steps::Reply::Say("noted".into()),
+            co_op: false,
+        },
+        Step::ShareEntry {
+            from: 0,
+            to: 1,
+            index: 0,
+        },
+        Step::MarkPrivate { npc: 0, index: 0 },
+        Step::Clear { npc: 0 },
+        Step::ShareEntry {
+            from: 1,
+            to: 2,
+            index: 0,
+        },
+    ];
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+}

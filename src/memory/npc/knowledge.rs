@@ -10,7 +10,7 @@ use super::super::message::{ChatMessage, LogIndex, Role};
 use super::super::origin::{Hearsay, MAX_CHAIN, Origin, Source, Teller};
 use super::super::recall::{RecallIndex, RecallQuery, RecallReason};
 use super::LayersMut;
-use crate::memory::{LoreHit, SummaryJob};
+use crate::memory::{LoreHit, NpcId, SummaryJob};
 
 /// What noting an event or a piece of hearsay did.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,7 +128,10 @@ impl LayersMut<'_> {
                     Role::System => return None,
                 };
                 (
-                    Source::Said { speaker },
+                    Source::Said {
+                        speaker,
+                        private: false,
+                    },
                     vec![teller.clone()],
                     1,
                     message.timestamp,
@@ -143,6 +146,9 @@ impl LayersMut<'_> {
                 message.timestamp,
             ),
             Origin::Heard(heard) => {
+                if matches!(heard.source, Source::Said { private: true, .. }) {
+                    return None;
+                }
                 asked.clone_from(&heard.asked);
                 let mut chain = Vec::with_capacity(heard.chain.len() + 1);
                 chain.push(teller.clone());
@@ -240,6 +246,45 @@ impl LayersMut<'_> {
             self.set_origin(*index, origin.clone());
         }
         stale.len()
+    }
+
+    /// NPC `source` made private the lines it was first told with `texts` (a
+    /// player line and the NPC's replies to it, see
+    /// [`mark_private`](Self::mark_private)): what this NPC heard of them stays in
+    /// its memory, but is never passed on again. Returns how many entries
+    /// changed. The prompts do not change, so the next one still extends the last.
+    pub fn withhold_told(&mut self, source: &NpcId, texts: &[Arc<str>]) -> usize {
+        let withheld: Vec<(LogIndex, Origin)> = self
+            .log
+            .messages()
+            .iter()
+            .filter_map(|message| {
+                let Origin::Heard(heard) = &message.origin else {
+                    return None;
+                };
+                let Source::Said {
+                    speaker,
+                    private: false,
+                } = &heard.source
+                else {
+                    return None;
+                };
+                let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
+                if !first_hand || !texts.contains(&message.content) {
+                    return None;
+                }
+                let mut private = (**heard).clone();
+                private.source = Source::Said {
+                    speaker: speaker.clone(),
+                    private: true,
+                };
+                Some((message.index, Origin::Heard(Arc::new(private))))
+            })
+            .collect();
+        for (index, origin) in &withheld {
+            self.log.set_origin(*index, origin.clone());
+        }
+        withheld.len()
     }
 
     /// The player line a reply at `index` answered, if it may be passed on.

@@ -212,13 +212,15 @@ fn a_line_told_on_names_the_speaker_who_said_it() {
     assert_eq!(
         said(0),
         Source::Said {
-            speaker: "Bob".into()
+            speaker: "Bob".into(),
+            private: false,
         }
     );
     assert_eq!(
         said(1),
         Source::Said {
-            speaker: "Player".into()
+            speaker: "Player".into(),
+            private: false,
         }
     );
 }

@@ -138,6 +138,7 @@ impl Turns<'_, '_> {
             .is_some_and(|mut layers| layers.mark_private(index));
         if private {
             self.core.layers.mark_changed(npc);
+            self.core.layers.withhold_told(npc, index);
         }
         private
     }

@@ -80,7 +80,8 @@ fn a_two_hop_chain_keeps_its_provenance() {
     assert_eq!(
         hearsay.source,
         Source::Said {
-            speaker: "Player".into()
+            speaker: "Player".into(),
+            private: false,
         }
     );
     let turn = rusty.layers().say("Where is the fuel?", 40.0);
@@ -89,6 +90,53 @@ fn a_two_hop_chain_keeps_its_provenance() {
         [
             "Marta told you (day 1 00:00), who heard it from Dana, that Player said: \"The fuel is in cabinet 20G.\""
         ]
+    );
+}
+
+#[test]
+fn hearsay_withheld_at_its_source_stays_but_is_never_told_again() {
+    let mut dana = npc("Dana", MemoryFeatures::default());
+    let mut ezra = npc("Ezra", MemoryFeatures::default());
+    let mut marta = npc("Marta", MemoryFeatures::default());
+    let secret = dana
+        .layers()
+        .say("The key is under the boiler.", 10.0)
+        .index;
+    let open = dana.layers().say("The lift is broken.", 11.0).index;
+    let by_ezra = ezra
+        .layers()
+        .say("The key is under the boiler.", 12.0)
+        .index;
+    let told = [
+        dana.layers().tell(secret, &teller("dana", "Dana")),
+        dana.layers().tell(open, &teller("dana", "Dana")),
+        ezra.layers().tell(by_ezra, &teller("ezra", "Ezra")),
+    ];
+    // The same words from Ezra are already known: Marta keeps one entry.
+    let heard: Vec<LogIndex> = told
+        .into_iter()
+        .filter_map(|told| Some(marta.layers().hear(told?, 20.0)?.index))
+        .collect();
+    assert_eq!(heard.len(), 2);
+    let withheld: [Arc<str>; 1] = ["The key is under the boiler.".into()];
+    let mut layers = marta.layers();
+    assert_eq!(layers.withhold_told(&"ezra".into(), &withheld), 0);
+    assert_eq!(layers.withhold_told(&"dana".into(), &withheld), 1);
+    assert_eq!(layers.withhold_told(&"dana".into(), &withheld), 0, "once");
+
+    let marta_teller = teller("marta", "Marta");
+    assert!(layers.tell(heard[0], &marta_teller).is_none(), "withheld");
+    assert!(
+        layers.tell(heard[1], &marta_teller).is_some(),
+        "another line"
+    );
+    let query = layers.tell_about("key boiler lift", 8, &marta_teller);
+    let texts: Vec<&str> = query.iter().map(|t| &*t.text).collect();
+    assert_eq!(texts, ["The lift is broken."]);
+    let turn = layers.say("What do you know?", 30.0);
+    assert!(
+        turn.messages.iter().any(|m| m.content.contains("boiler")),
+        "Marta still knows it"
     );
 }
 
