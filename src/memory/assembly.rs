@@ -100,7 +100,9 @@ pub struct AssembledPrompt {
     /// Estimated tokens of the whole prompt.
     pub tokens: usize,
     /// The budget, if any, that this prompt had to fit: for a follow-up, the budget
-    /// plus its growth ([`FollowUps`](super::FollowUps)).
+    /// plus its growth ([`FollowUps`](super::FollowUps)); for a log sent whole
+    /// before its first fold, the budget plus half that growth
+    /// ([`ShortLogs::SentWhole`](super::ShortLogs::SentWhole)).
     pub budget: Option<usize>,
     /// Whether this prompt is the conversation's last one with what came since
     /// appended, rather than built afresh.

@@ -144,3 +144,37 @@ fn a_line_made_private_goes_no_further_after_its_npc_forgets_it() {
         play.check();
     }
 }
+
+/// Found by the long run: before its first fold a layered log is sent whole a
+/// little past its budget, fresh prompts included (`ShortLogs::SentWhole`), and
+/// the check allows exactly that much.
+#[test]
+fn a_fresh_prompt_before_the_first_fold_sends_the_whole_log_past_the_budget() {
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let line = "the pump in bay four rattles again ".repeat(4);
+    let mut steps: Vec<Step> = (0..8)
+        .map(|_| Step::Talk {
+            npc: 1,
+            text: line.clone(),
+            private: false,
+            by_entity: false,
+            reply: steps::Reply::Say(line.clone()),
+            co_op: false,
+        })
+        .collect();
+    steps.push(Step::ChangePersona {
+        npc: 1,
+        text: "You are RUSTY-3, a tired maintenance robot.".into(),
+    });
+    steps.push(steps[0].clone());
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+    let (tokens, lines) = play.last_reply_size(1);
+    assert!(
+        tokens > 600 && lines > 12,
+        "the last prompt ({tokens} tokens, {lines} lines) passed the budget and the hard cap"
+    );
+}

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use bevy::prelude::*;
 use bevy_npc_memory::backends::ChatRequest;
 use bevy_npc_memory::memory::{
-    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, SpeakerId,
-    estimate_prompt_tokens,
+    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, SectionKind, ShortLogs,
+    SpeakerId, estimate_prompt_tokens,
 };
 use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::saves::{SaveFormat, SaveGame, backup_path, journal_path};
@@ -220,6 +220,17 @@ impl Play {
             log.messages()
                 .iter()
                 .any(|m| m.content.contains(&needle) || format!("{:?}", m.origin).contains(&needle))
+        })
+    }
+
+    /// The estimated tokens and the lines (besides system notes) of the last
+    /// reply prompt `npc` built.
+    pub fn last_reply_size(&self, npc: usize) -> (usize, usize) {
+        let contexts = self.h.app.world().resource::<ContextMemoryManager>();
+        let built = contexts.get(&self.ids[npc]).and_then(|c| c.last_prompt());
+        built.map_or((0, 0), |prompt| {
+            let lines = prompt.messages.iter().filter(|m| m.role != Role::System);
+            (estimate_prompt_tokens(&prompt.messages), lines.count())
         })
     }
 
@@ -900,8 +911,10 @@ impl Play {
 }
 
 /// A layered prompt fits its budget (a follow-up: the budget plus its growth).
-/// Only one built afresh may pass it, when lines no summary covers yet must be
-/// sent, and then it holds at most the hard cap of lines besides its system notes.
+/// A log sent whole before its first fold (no summary, nothing recalled) may pass
+/// it by half the follow-ups' growth. Only one built afresh may pass that, when
+/// lines no summary covers yet must be sent, and then it holds at most the hard
+/// cap of lines besides its system notes.
 fn check_layered_cap(npc: usize, config: &MemoryConfig, built: &AssembledPrompt) {
     let budget = &config.features.budget;
     let tokens = estimate_prompt_tokens(&built.messages);
@@ -919,10 +932,17 @@ fn check_layered_cap(npc: usize, config: &MemoryConfig, built: &AssembledPrompt)
         .filter(|m| m.role != Role::System)
         .count();
     let max = budget.max_tokens.expect("a budget");
+    let whole = budget.short_logs == ShortLogs::SentWhole
+        && built.recalled.is_empty()
+        && built
+            .section(SectionKind::Summaries)
+            .is_none_or(|summaries| summaries.tokens == 0);
+    let growth = budget.follow_up_cap().map_or(0, |cap| cap - max);
+    let limit = if whole { max + growth / 2 } else { max };
     let cap = config.hard_cap();
     assert!(
-        tokens <= max || lines <= cap,
-        "NPC {npc}: {tokens} tokens over a budget of {max}, and {lines} lines over the hard cap {cap}"
+        tokens <= limit || lines <= cap,
+        "NPC {npc}: {tokens} tokens over a limit of {limit} (budget {max}, sent whole: {whole}), and {lines} lines over the hard cap {cap}"
     );
 }
 
