@@ -178,3 +178,26 @@ fn a_fresh_prompt_before_the_first_fold_sends_the_whole_log_past_the_budget() {
         "the last prompt ({tokens} tokens, {lines} lines) passed the budget and the hard cap"
     );
 }
+
+/// Found by the long run: a line another NPC said in a conversation is not a
+/// player line, so it cannot be marked private and kept from the NPC that said it.
+#[test]
+fn another_npcs_line_cannot_be_marked_private() {
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let converse = |first, second| Step::Converse {
+        first,
+        second,
+        topic: "the pumps".into(),
+        turns: 2,
+        end_early: false,
+    };
+    let mut steps = vec![converse(0, 1)];
+    steps.extend((0..6).map(|index| Step::MarkPrivate { npc: 0, index }));
+    steps.push(converse(1, 0));
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+    assert_eq!(play.private_npc_lines(0), 0);
+}

@@ -44,9 +44,14 @@ impl LayersMut<'_> {
     /// Marks a player line already said as private, as when the player asks
     /// afterwards ("keep that to yourself"), and the NPC's replies to it with it,
     /// wherever they sit (see [`replies_to`](Self::replies_to)).
-    /// Returns whether the entry is a player line and is now private.
+    /// Returns whether the entry is a player line and is now private. Another
+    /// NPC's line is not a player's: what an NPC said in a conversation is not
+    /// this NPC's to keep from it.
     pub fn mark_private(&mut self, index: LogIndex) -> bool {
-        if !self.log.get(index).is_some_and(is_line_to_npc) {
+        let by_player = |m: &ChatMessage| {
+            is_line_to_npc(m) && m.speaker.as_ref().is_none_or(|s| s.as_npc().is_none())
+        };
+        if !self.log.get(index).is_some_and(by_player) {
             return false;
         }
         self.set_origin(index, Origin::SaidPrivately);

@@ -223,6 +223,19 @@ impl Play {
         })
     }
 
+    /// The lines other NPCs said to `npc` that its log holds as private.
+    pub fn private_npc_lines(&self, npc: usize) -> usize {
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        logs.get(&self.ids[npc]).map_or(0, |log| {
+            let by_npc = |m: &&bevy_npc_memory::memory::ChatMessage| {
+                m.speaker.as_ref().is_some_and(|s| s.as_npc().is_some())
+            };
+            let private =
+                |m: &&bevy_npc_memory::memory::ChatMessage| m.origin == Origin::SaidPrivately;
+            log.messages().iter().filter(by_npc).filter(private).count()
+        })
+    }
+
     /// The estimated tokens and the lines (besides system notes) of the last
     /// reply prompt `npc` built.
     pub fn last_reply_size(&self, npc: usize) -> (usize, usize) {
@@ -583,8 +596,17 @@ impl Play {
         } else {
             index % log.len() as u64
         };
-        // Only a player line can be marked; replies to it follow it.
-        if let Some((Role::User, text)) = log.get(index as usize) {
+        let by_npc = self
+            .h
+            .app
+            .world()
+            .resource::<ChatLogs>()
+            .get(&self.ids[npc])
+            .and_then(|log| log.messages().get(index as usize))
+            .is_some_and(|m| m.speaker.as_ref().is_some_and(|s| s.as_npc().is_some()));
+        // Only a player line can be marked, not another NPC's; replies to it
+        // follow it.
+        if let (Some((Role::User, text)), false) = (log.get(index as usize), by_npc) {
             // The line and every reply to it become private: tags of the line
             // itself, and replies to it, which carry `r:` and the line's tag.
             let own: Vec<String> = tags(text).iter().map(|t| t.to_string()).collect();

@@ -167,6 +167,17 @@ fn private_lines_are_never_told_even_when_a_query_matches_them() {
     assert_eq!(layers.tell(open, &me), None);
     assert!(layers.tell_about("toolbox", 8, &me).is_empty());
     assert!(!layers.mark_private(1), "a reply is not a player line");
+
+    // Another NPC's line is not a player line; a co-op player's is.
+    let rusty = crate::memory::SpeakerId::npc(&"rusty".into(), "RUSTY-3").unwrap();
+    let bob = crate::memory::SpeakerId::new("bob", "Bob").unwrap();
+    let by_rusty = layers.listen(Line::new("The pumps are mine.").by(&rusty), 4.0);
+    let by_bob = layers.say(Line::new("The pumps are loud.").by(&bob), 5.0);
+    assert!(!layers.mark_private(by_rusty.index), "an NPC's line");
+    assert!(layers.mark_private(by_bob.index), "a co-op player's line");
+    let log = layers.log();
+    assert_eq!(log.get(by_rusty.index).unwrap().origin, Origin::Said);
+    assert_eq!(log.get(by_bob.index).unwrap().origin, Origin::SaidPrivately);
 }
 
 #[test]
