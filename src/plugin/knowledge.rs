@@ -221,9 +221,10 @@ pub struct KnowledgeShared {
 /// The player asks an NPC, after the fact, to keep a line to itself ("don't tell
 /// anyone what I just said"): entry `index` of its log, a player line (a co-op
 /// player's too, but not another NPC's), and the NPC's replies to it are never
-/// passed on from now on. NPCs it was told to before keep what they heard, but
-/// pass it on no further, even once this NPC has forgotten it (a clear, or the
-/// NPC gone): the mark is saved with them.
+/// passed on from now on, nor is a pinned fact resting on private lines alone.
+/// NPCs they were told to before keep what they heard, but pass it on no
+/// further, even once this NPC has forgotten it (a clear, or the NPC gone): the
+/// mark is saved with them.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

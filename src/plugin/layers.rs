@@ -322,29 +322,40 @@ impl Layers<'_> {
     }
 
     /// Every other NPC stops passing on what it heard first-hand from `npc` of the
-    /// line `npc` just made private at `index`, and of its replies to it
-    /// ([`LayersMut::withhold_told`]): the mark then holds even once `npc` has
-    /// forgotten the line. Only NPCs that heard something from `npc` are touched.
+    /// line `npc` just made private at `index`, of its replies to it
+    /// ([`LayersMut::withhold_told`]) and of the facts resting on private lines
+    /// alone ([`LayersMut::withhold_told_facts`]): the mark then holds even once
+    /// `npc` has forgotten the line. Only NPCs that heard something from `npc`
+    /// are touched.
     pub(crate) fn withhold_told(&mut self, npc: &NpcId, index: LogIndex) {
-        let texts: Vec<std::sync::Arc<str>> = match self.get_mut(npc) {
-            Some(source) => std::iter::once(index)
-                .chain(source.replies_to(index))
-                .filter_map(|i| source.log().get(i).map(|m| m.content.clone()))
-                .collect(),
+        let (texts, facts) = match self.get_mut(npc) {
+            Some(source) => {
+                let texts: Vec<std::sync::Arc<str>> = std::iter::once(index)
+                    .chain(source.replies_to(index))
+                    .filter_map(|i| source.log().get(i).map(|m| m.content.clone()))
+                    .collect();
+                (texts, source.private_facts())
+            }
             None => return,
         };
+        let contexts = &self.contexts.0;
         let heard: Vec<NpcId> = self
             .logs
             .0
             .iter()
             .filter(|(other, log)| {
-                *other != npc && log.messages().iter().any(|m| heard_from(m, npc))
+                *other != npc
+                    && (log.messages().iter().any(|m| heard_from(m, npc))
+                        || contexts
+                            .get(*other)
+                            .is_some_and(|c| heard_facts_from(c, npc)))
             })
             .map(|(other, _)| other.clone())
             .collect();
         for other in heard {
             if let Some(mut layers) = self.get_mut(&other) {
                 layers.withhold_told(npc, &texts);
+                layers.withhold_told_facts(npc, &facts);
             }
         }
     }
@@ -413,4 +424,13 @@ fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
 fn heard_from(message: &crate::memory::ChatMessage, source: &NpcId) -> bool {
     matches!(&message.origin, Origin::Heard(heard)
         if heard.chain.last().is_some_and(|teller| teller.id == *source))
+}
+
+/// Whether an NPC holds a fact `source` told first-hand.
+fn heard_facts_from(context: &ContextMemory, source: &NpcId) -> bool {
+    context.facts().active().iter().any(|fact| {
+        fact.source
+            .heard()
+            .is_some_and(|heard| heard.chain.last().is_some_and(|t| t.id == *source))
+    })
 }

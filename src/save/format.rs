@@ -37,7 +37,8 @@ use crate::memory::{InvalidField, LoreChanges, MemoryParts, NpcId, SpeakerId};
 ///   indexes with the lines they cite. Older saves have none and load unchanged;
 ///   a build that only knows 7 refuses a save that may hold them.
 /// - 9: adds the mark on hearsay of a line made private at its source after it
-///   was told (source `{"said": {speaker, private}}`), which keeps the listener
+///   was told (source `{"said": {speaker, private}}`), and on a heard fact whose
+///   lines were (`{"heard": {chain, hops, private}}`), which keeps the listener
 ///   from passing it on. Older saves have none and load unchanged; a build that
 ///   only knows 8 refuses a save that may hold them, instead of passing such lines on.
 pub const SAVE_FORMAT_VERSION: u32 = 9;

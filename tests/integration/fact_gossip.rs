@@ -10,6 +10,7 @@ use bevy_npc_memory::prelude::*;
 use crate::support::{Harness, add_inbox, layered_plugin, persona, temp_dir};
 use bevy_npc_memory::dialogue::NpcSummaryUpdated;
 use bevy_npc_memory::knowledge::KnowledgeShared;
+use bevy_npc_memory::knowledge::MarkPrivate;
 use bevy_npc_memory::knowledge::ShareKnowledge;
 use bevy_npc_memory::lore::AddLore;
 use bevy_npc_memory::lore::RemoveLore;
@@ -233,6 +234,51 @@ fn a_fact_only_private_lines_support_is_not_told() {
     assert!(shared.facts.is_empty() && shared.learned.is_empty());
     assert!(fact(&h, "rusty", &FactKey::PLAYER_NAME).is_none());
     assert!(!prompt(&h, "rusty").contains("Alex"));
+}
+
+/// A fact told before the line it rests on was made private goes no further
+/// than the NPC it was told to, even once the NPC that learned it has forgotten
+/// everything, and across a save.
+#[test]
+fn a_fact_told_before_its_line_was_made_private_goes_no_further() {
+    let mut h = game(&[
+        ("echo7", "ECHO-7"),
+        ("rusty", "RUSTY-3"),
+        ("marta", "Marta"),
+    ]);
+    tell_player_line(&mut h, "echo7", "My name is Alex.", false);
+    assert_eq!(tell_name(&mut h, "echo7", "rusty").facts.len(), 1);
+    h.app
+        .world_mut()
+        .write_message(MarkPrivate::new("echo7", 0));
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new("echo7"));
+    h.app.update();
+    h.settle();
+    assert!(
+        fact(&h, "echo7", &FactKey::PLAYER_NAME).is_none(),
+        "forgotten"
+    );
+
+    let shared = tell_name(&mut h, "rusty", "marta");
+    assert!(shared.facts.is_empty(), "{:?}", shared.facts);
+    assert!(fact(&h, "marta", &FactKey::PLAYER_NAME).is_none());
+    let kept = fact(&h, "rusty", &FactKey::PLAYER_NAME).expect("rusty keeps it");
+    assert_eq!(&*kept.value, "Alex");
+
+    let dir = temp_dir("fact-made-private");
+    let path = dir.join("save.json");
+    h.save_to(&path);
+    let mut fresh = game(&[
+        ("echo7", "ECHO-7"),
+        ("rusty", "RUSTY-3"),
+        ("marta", "Marta"),
+    ]);
+    fresh.load_ok(&path);
+    assert!(tell_name(&mut fresh, "rusty", "marta").facts.is_empty());
+    assert!(prompt(&fresh, "rusty").contains("Alex"));
+    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]

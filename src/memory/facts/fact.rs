@@ -76,6 +76,11 @@ pub struct HeardFact {
     /// How many tellings lie between that first NPC and this one (1 for a direct
     /// tell). Can exceed the chain's length when old links were dropped.
     pub hops: u32,
+    /// Set when the NPC that knew it first-hand made private every line it rested
+    /// on, after telling it ([`MarkPrivate`](crate::knowledge::MarkPrivate)): the
+    /// listener keeps it, but never passes it on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
 }
 
 impl HeardFact {

@@ -7,6 +7,7 @@ use super::super::clock::{Now, stamp};
 use super::super::facts::{Fact, FactChange, FactKey, FactSource, HeardFact};
 use super::super::origin::{MAX_CHAIN, Origin, Teller};
 use super::LayersMut;
+use crate::memory::NpcId;
 
 /// A pinned fact an NPC can pass on, ready for the listener's
 /// [`LayersMut::hear_fact`].
@@ -41,10 +42,11 @@ impl LayersMut<'_> {
                 HeardFact {
                     chain: vec![teller.clone()],
                     hops: 1,
+                    private: false,
                 }
             }
             FactSource::Heard(heard) => {
-                if !sharing.heard {
+                if !sharing.heard || heard.private {
                     return None;
                 }
                 let mut chain = Vec::with_capacity(heard.chain.len() + 1);
@@ -53,6 +55,7 @@ impl LayersMut<'_> {
                 HeardFact {
                     chain,
                     hops: heard.hops.saturating_add(1),
+                    private: false,
                 }
             }
         };
@@ -73,6 +76,21 @@ impl LayersMut<'_> {
         self.context
             .facts
             .hear(told.key, &told.value, told.heard, now)
+    }
+
+    /// The active facts [`tell_fact`](Self::tell_fact) keeps to itself because
+    /// every line they rest on is private, as key and value.
+    pub fn private_facts(&self) -> Vec<(FactKey, Arc<str>)> {
+        let facts = self.context.facts.active();
+        let private = facts.into_iter().filter(|fact| self.is_private(fact));
+        private.map(|f| (f.key.clone(), f.value.clone())).collect()
+    }
+
+    /// NPC `source` made private every line the facts in `facts` rest on, after
+    /// telling them ([`private_facts`](Self::private_facts)): what this NPC heard
+    /// of them stays, but is never told again. Returns how many facts changed.
+    pub fn withhold_told_facts(&mut self, source: &NpcId, facts: &[(FactKey, Arc<str>)]) -> usize {
+        self.context.facts.withhold_heard(source, facts)
     }
 
     /// Whether every message a fact cites is private.

@@ -135,6 +135,34 @@ impl PinnedFacts {
         })
     }
 
+    /// Marks private the active facts in `facts` (key and value) that this NPC
+    /// heard from a chain starting at `source`: they stay, but are never told
+    /// again. Returns how many changed.
+    pub(crate) fn withhold_heard(
+        &mut self,
+        source: &crate::memory::NpcId,
+        facts: &[(FactKey, Arc<str>)],
+    ) -> usize {
+        let mut changed = 0;
+        for (key, value) in facts {
+            let Some(fact) = self.slots.get_mut(key).and_then(|s| s.active.as_mut()) else {
+                continue;
+            };
+            let FactSource::Heard(heard) = &fact.source else {
+                continue;
+            };
+            let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
+            if heard.private || !first_hand || !same_value(&fact.value, value) {
+                continue;
+            }
+            let mut private = (**heard).clone();
+            private.private = true;
+            fact.source = FactSource::Heard(Arc::new(private));
+            changed += 1;
+        }
+        changed
+    }
+
     /// Forgets every fact and all history.
     pub fn clear(&mut self) {
         self.slots.clear();

@@ -21,6 +21,7 @@ fn heard(names: &[&str], hops: u32) -> HeardFact {
     HeardFact {
         chain: names.iter().map(|n| teller(n)).collect(),
         hops,
+        private: false,
     }
 }
 
@@ -41,6 +42,26 @@ fn hearsay_fills_an_empty_key_with_its_teller() {
         fact.evidence.is_empty(),
         "no line of this NPC's log supports it"
     );
+}
+
+#[test]
+fn hearsay_is_withheld_only_for_its_first_hand_source_and_value() {
+    let mut facts = store();
+    // Rusty told it, having heard it from Dana first-hand.
+    facts.hear(tea(), "green tea", heard(&["Rusty", "Dana"], 2), 1.0);
+    let green: [(FactKey, Arc<str>); 1] = [(tea(), "green tea".into())];
+    let black: [(FactKey, Arc<str>); 1] = [(tea(), "black tea".into())];
+    assert_eq!(facts.withhold_heard(&"rusty".into(), &green), 0, "a teller");
+    assert_eq!(
+        facts.withhold_heard(&"dana".into(), &black),
+        0,
+        "another value"
+    );
+    assert_eq!(facts.withhold_heard(&"dana".into(), &green), 1);
+    assert_eq!(facts.withhold_heard(&"dana".into(), &green), 0, "once");
+    let fact = facts.get(&tea()).unwrap();
+    assert!(fact.source.heard().unwrap().private);
+    assert_eq!(fact.source.precedence(), (2, 2), "its standing is the same");
 }
 
 #[test]
