@@ -221,32 +221,20 @@ impl LayersMut<'_> {
         if found_stale {
             self.context.conversation = Default::default();
         }
-        let stale: Vec<(LogIndex, Origin)> = self
-            .log
-            .messages()
-            .iter()
-            .filter_map(|message| {
-                let Origin::Heard(heard) = &message.origin else {
-                    return None;
-                };
-                let Source::Lore {
-                    entry,
-                    retracted: false,
-                } = &heard.source
-                else {
-                    return None;
-                };
-                if current(entry).is_some_and(|text| text == message.content) {
-                    return None;
-                }
-                let mut retracted = (**heard).clone();
-                retracted.source = Source::Lore {
-                    entry: entry.clone(),
-                    retracted: true,
-                };
-                Some((message.index, Origin::Heard(Arc::new(retracted))))
+        let stale = self.restated_hearsay(|message, heard| {
+            let Source::Lore {
+                entry,
+                retracted: false,
+            } = &heard.source
+            else {
+                return None;
+            };
+            let holds = current(entry).is_some_and(|text| text == message.content);
+            (!holds).then(|| Source::Lore {
+                entry: entry.clone(),
+                retracted: true,
             })
-            .collect();
+        });
         for (index, origin) in &stale {
             self.set_origin(*index, origin.clone());
         }
@@ -259,37 +247,42 @@ impl LayersMut<'_> {
     /// its memory, but is never passed on again. Returns how many entries
     /// changed. The prompts do not change, so the next one still extends the last.
     pub fn withhold_told(&mut self, source: &NpcId, texts: &[Arc<str>]) -> usize {
-        let withheld: Vec<(LogIndex, Origin)> = self
-            .log
-            .messages()
-            .iter()
-            .filter_map(|message| {
-                let Origin::Heard(heard) = &message.origin else {
-                    return None;
-                };
-                let Source::Said {
-                    speaker,
-                    private: false,
-                } = &heard.source
-                else {
-                    return None;
-                };
-                let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
-                if !first_hand || !texts.contains(&message.content) {
-                    return None;
-                }
-                let mut private = (**heard).clone();
-                private.source = Source::Said {
-                    speaker: speaker.clone(),
-                    private: true,
-                };
-                Some((message.index, Origin::Heard(Arc::new(private))))
+        let withheld = self.restated_hearsay(|message, heard| {
+            let Source::Said {
+                speaker,
+                private: false,
+            } = &heard.source
+            else {
+                return None;
+            };
+            let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
+            (first_hand && texts.contains(&message.content)).then(|| Source::Said {
+                speaker: speaker.clone(),
+                private: true,
             })
-            .collect();
+        });
         for (index, origin) in &withheld {
             self.log.set_origin(*index, origin.clone());
         }
         withheld.len()
+    }
+
+    /// The hearsay entries `restate` gives a new source, with their origin so
+    /// changed; their text and the rest of their hearsay stay as they are.
+    fn restated_hearsay(
+        &self,
+        restate: impl Fn(&ChatMessage, &Hearsay) -> Option<Source>,
+    ) -> Vec<(LogIndex, Origin)> {
+        let restated = self.log.messages().iter().filter_map(|message| {
+            let Origin::Heard(heard) = &message.origin else {
+                return None;
+            };
+            let source = restate(message, heard)?;
+            let mut hearsay = (**heard).clone();
+            hearsay.source = source;
+            Some((message.index, Origin::Heard(Arc::new(hearsay))))
+        });
+        restated.collect()
     }
 
     /// The player line a reply at `index` answered, if it may be passed on.
