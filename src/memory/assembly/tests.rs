@@ -1,9 +1,11 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::memory::origin::Origin;
 use crate::memory::persona::SummaryStyle;
 use crate::memory::privacy::Withheld;
 use crate::memory::recall::RecallReason;
+use crate::memory::segments::SegmentPriority;
 
 fn persona() -> PersonaPrompt {
     PersonaPrompt {
