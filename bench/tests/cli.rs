@@ -241,3 +241,39 @@ fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off(
     assert!(!ok && stderr.contains("only applies"), "{stderr}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn folding_before_the_questions_leaves_no_line_uncovered_and_says_so() {
+    let dir = fresh_dir("bench-fold-before");
+    let data = recall_fixture(&dir);
+    let layered = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "--data",
+            data.to_str().unwrap(),
+            "--strategy",
+            "layered",
+            "--window",
+            "8",
+            "--budget",
+            "200",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = run(&args);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let replayed = layered(&[]);
+    let folded = layered(&["--fold-before-questions"]);
+    // Folds come four lines at a time (threshold 4), so 1 to 3 lines may be left.
+    let left = replayed["uncovered_at_questions"][0].as_u64().unwrap();
+    assert!((1..4).contains(&left), "{replayed}");
+    assert_eq!(replayed["fold_before_questions"], false);
+    assert_eq!(folded["uncovered_at_questions"], json!([0]), "{folded}");
+    assert_eq!(folded["fold_before_questions"], true);
+    assert_eq!(
+        folded["summary_requests"].as_u64().unwrap(),
+        replayed["summary_requests"].as_u64().unwrap() + 1
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -45,6 +45,11 @@
 //! are fitted to the core's limits is in `bevy_npc_memory_bench::notes`; the
 //! report counts the notes added, dropped, cut and split.
 //!
+//! `--fold-before-questions` folds every line no summary covers yet before the
+//! questions are asked. Those lines are always sent, so how many there are (0 to
+//! a threshold's worth, wherever the last fold fell) moves the figures; the
+//! report gives the count per conversation either way.
+//!
 //! `--split` runs one half of the dev file's tuning split (`split.rs`), `--samples`
 //! any conversations by id. `--dump-prompts DIR` writes each scored question's
 //! prompt to `DIR/<sample_id>/<question index>.json`, for
@@ -67,7 +72,7 @@ use bevy_npc_memory_bench::strategies::{LAYERED_PARTS as PARTS, full_history, me
 use bevy_npc_memory_bench::summarizer::Summarizer;
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations|summarizer --base-url URL [--model NAME]] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
+const USAGE: &str = "usage: memory_bench --data PATH --strategy full|window|summary|layered [--window N] [--threshold N] [--budget TOKENS] [--without recall,neighbours,facts,segments] [--recall-lines compact|quoted] [--dates calendar|off] [--date-headings day|clock] [--expansion on|off|HITS,TERMS,WEIGHT] [--own-name skip|keep] [--recall-json JSON] [--notes observations|summarizer --base-url URL [--model NAME]] [--fold-before-questions] [--split tune|validate | --samples ID,ID] [--dump-prompts DIR] [--json]";
 
 struct Args {
     data: PathBuf,
@@ -84,6 +89,9 @@ struct Args {
     dates: Option<bool>,
     /// `--date-headings day`: recalled lines under one "2 May 2022" heading per day.
     day_headings: bool,
+    /// `--fold-before-questions`: the lines no summary covers yet are folded
+    /// before the questions.
+    fold_before_questions: bool,
     /// `--expansion`: hits, terms and weight of query expansion; `None`: the
     /// library's default.
     expansion: Option<(usize, usize, f32)>,
@@ -112,6 +120,7 @@ fn parse_args() -> Result<Args, String> {
         compact_lines: None,
         dates: None,
         day_headings: false,
+        fold_before_questions: false,
         expansion: None,
         skip_own_name: None,
         recall_json: None,
@@ -180,6 +189,7 @@ fn parse_args() -> Result<Args, String> {
                     }
                 }
             }
+            "--fold-before-questions" => args.fold_before_questions = true,
             "--expansion" => args.expansion = Some(expansion(&flags.value(&flag)?)?),
             "--own-name" => {
                 args.skip_own_name = match flags.value(&flag)?.as_str() {
@@ -441,7 +451,7 @@ struct Replay {
 fn replay(
     record: &Value,
     config: &MemoryConfig,
-    (day_headings, notes): (bool, bool),
+    (day_headings, notes, fold_before_questions): (bool, bool, bool),
     summarizer: &Summarizer,
     file: &Path,
 ) -> Result<Replay, String> {
@@ -506,6 +516,11 @@ fn replay(
         }
     }
     tally.lines_noted = noted_lines.len();
+    if fold_before_questions {
+        let mut layers = memory.layers();
+        layers.request_summary();
+        summary_requests += layers.summarize_due(|job| summarizer.summarize(job));
+    }
     Ok(Replay {
         memory,
         window: config.window(),
@@ -614,17 +629,20 @@ fn run(args: &Args) -> Result<Value, String> {
     let mut dumped = HashSet::new();
     let mut notes = NoteTally::default();
     let mut summarizer_notes = 0usize;
+    // Per conversation: the lines no summary covered when the questions came.
+    let mut uncovered = Vec::new();
     for record in &records {
         let replay = replay(
             record,
             &config,
-            (args.day_headings, args.notes),
+            (args.day_headings, args.notes, args.fold_before_questions),
             &summarizer,
             file,
         )?;
         notes.merge(&replay.notes);
         summarizer_notes += replay.memory.context.recall().notes().len();
         summary_requests += replay.summary_requests;
+        uncovered.push(replay.memory.log.next_index() - replay.memory.context.covered_until());
         bookkeeping += replay.bookkeeping;
         messages += replay.messages;
         let sample_id = record
@@ -696,6 +714,8 @@ fn run(args: &Args) -> Result<Value, String> {
         "full_history_tokens_mean": full_mean,
         "token_ratio_vs_full": if full_mean > 0.0 { context_mean / full_mean } else { 0.0 },
         "summary_requests": summary_requests,
+        "uncovered_at_questions": uncovered,
+        "fold_before_questions": args.fold_before_questions,
         "without": args.without,
         "compact_recall_lines": config.features.recall.compact_lines,
         "recall_calendar": config.features.recall.calendar.is_some(),
@@ -771,6 +791,15 @@ fn main() -> std::process::ExitCode {
                 "summary requests {}  core bookkeeping {:.0} ns/message",
                 r["summary_requests"],
                 r["ns_per_message"].as_f64().unwrap_or(0.0)
+            );
+            println!(
+                "lines no summary covered at the questions, per conversation: {}{}",
+                r["uncovered_at_questions"],
+                if r["fold_before_questions"] == true {
+                    " (--fold-before-questions)"
+                } else {
+                    ""
+                }
             );
             let notes = &r["notes"];
             if notes["summaries"].is_u64() {
