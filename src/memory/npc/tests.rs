@@ -4,8 +4,8 @@
 use super::*;
 use crate::backends::OfflineBackend;
 use crate::memory::{
-    DateFormat, FactKey, ForgettingPolicy, LogIndex, MemoryConfig, MemoryFeatures, MemoryParts,
-    Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryKind, SummaryOutcome,
+    AssembledPrompt, DateFormat, FactKey, ForgettingPolicy, LogIndex, MemoryConfig, MemoryFeatures,
+    MemoryParts, Now, PersonaPrompt, PromptMessage, Role, SectionKind, SummaryKind, SummaryOutcome,
     SummaryStyle, SummaryTrigger,
 };
 use std::time::Duration;
