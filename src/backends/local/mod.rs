@@ -8,8 +8,10 @@
 mod actions;
 mod config;
 mod cpu;
+mod engine;
 mod generation;
 mod grammar;
+mod loading;
 mod oneshot;
 mod reuse;
 mod segments;
@@ -32,8 +34,9 @@ pub use tokenizer::SpecialToken;
 
 use crate::backends::{BackendError, BackendFuture, ChatBackend, ChatRequest, Progress};
 use crate::memory::{NpcId, PromptMessage};
+use engine::Job;
 use status::Shared;
-use worker::{Job, Work};
+use worker::Work;
 
 /// Runs a GGUF model in-process with llama.cpp, on its own thread.
 ///
@@ -282,6 +285,6 @@ pub(crate) fn test_vocabulary() -> Option<llama_cpp_2::model::LlamaModel> {
         return None;
     }
     let params = LlamaModelParams::default().with_vocab_only(true);
-    let backend = worker::llama(false).unwrap();
+    let backend = loading::llama(false).unwrap();
     Some(llama_cpp_2::model::LlamaModel::load_from_file(backend, &path, &params).unwrap())
 }

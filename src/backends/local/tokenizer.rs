@@ -315,7 +315,7 @@ mod tests {
         use llama_cpp_2::model::LlamaModel;
 
         use super::*;
-        use crate::backends::local::worker::render;
+        use crate::backends::local::engine::render;
         use crate::memory::{PromptMessage, Role};
 
         use crate::backends::local::test_vocabulary as model;
