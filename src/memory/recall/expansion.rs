@@ -12,7 +12,8 @@ use std::sync::Arc;
 use super::config::RecallConfig;
 use super::dictionary::{TermId, term_hash};
 use super::index::RecallIndex;
-use super::query::{QueryTerm, RecallQuery, recallable};
+use super::query::{QueryTerm, RecallQuery};
+use super::ranking::recallable;
 use super::terms::for_each_term;
 use crate::memory::message::ChatMessage;
 

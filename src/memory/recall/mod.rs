@@ -51,6 +51,8 @@ mod index;
 mod notes;
 mod postings;
 mod query;
+mod query_terms;
+mod ranking;
 mod scratch;
 mod state;
 pub(crate) mod terms;
