@@ -12,7 +12,9 @@
 //! `cargo test --release --test integration state_machine_long -- --ignored`.
 
 mod backend;
+mod invariants;
 mod play;
+mod saves;
 mod steps;
 
 use proptest::prelude::*;

@@ -1,25 +1,20 @@
 //! The system under test: a real app with the plugin, driven one step at a time,
 //! and the invariants checked after each.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bevy::prelude::*;
 use bevy_npc_memory::backends::ChatRequest;
-use bevy_npc_memory::memory::{
-    AssembledPrompt, LogIndex, MemoryConfig, Origin, PromptMessage, SectionKind, ShortLogs,
-    SpeakerId, estimate_prompt_tokens,
-};
+use bevy_npc_memory::memory::{LogIndex, MemoryConfig, Origin, SpeakerId, estimate_prompt_tokens};
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::saves::{SaveFormat, SaveGame, backup_path, journal_path};
+use bevy_npc_memory::saves::SaveGame;
 
-use super::backend::{Answer, NOTE_TAG, Stage, tags};
+use super::backend::{Answer, Stage, tags};
 use super::steps::{NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
-use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::conversations::{
-    ConversationEnded, ConversationLine, ConversationStarted, EndConversation, NpcConversations,
-    StartConversation,
+    ConversationEnded, ConversationLine, ConversationStarted, EndConversation, StartConversation,
 };
 use bevy_npc_memory::dialogue::InterruptNpc;
 use bevy_npc_memory::dialogue::NpcReplyStarted;
@@ -43,13 +38,13 @@ use bevy_npc_memory::saves::NpcMemorySnapshot;
 
 /// A tag that must stay with its NPC, and the NPCs that held it before it became
 /// private (a line marked private after it was passed on).
-struct Private {
-    tag: String,
-    owner: usize,
-    held_by: Vec<usize>,
+pub(super) struct Private {
+    pub(super) tag: String,
+    pub(super) owner: usize,
+    pub(super) held_by: Vec<usize>,
     /// Said by the co-op player: prompts the owner answers the game's own
     /// player from leave it out, and the other way round.
-    co_op: bool,
+    pub(super) co_op: bool,
 }
 
 /// The second player of the co-op lines.
@@ -57,37 +52,37 @@ fn co_op_player() -> SpeakerId {
     SpeakerId::new("bob", "Bob").unwrap()
 }
 
-type Log = Vec<(Role, String)>;
+pub(super) type Log = Vec<(Role, String)>;
 
 pub struct Play {
-    h: Harness,
-    stage: Stage,
-    ids: Vec<NpcId>,
-    entities: Vec<Entity>,
-    personas: Vec<(Handle<Persona>, String)>,
-    dir: PathBuf,
-    next_tag: u64,
-    private: Vec<Private>,
+    pub(super) h: Harness,
+    pub(super) stage: Stage,
+    pub(super) ids: Vec<NpcId>,
+    pub(super) entities: Vec<Entity>,
+    pub(super) personas: Vec<(Handle<Persona>, String)>,
+    pub(super) dir: PathBuf,
+    pub(super) next_tag: u64,
+    pub(super) private: Vec<Private>,
     /// Tags of the lines the co-op player said.
-    co_op_tags: std::collections::HashSet<String>,
+    pub(super) co_op_tags: std::collections::HashSet<String>,
     /// Every NPC's log before the step, and whether the step may shrink it.
-    before: Vec<Log>,
-    may_shrink: Vec<bool>,
+    pub(super) before: Vec<Log>,
+    pub(super) may_shrink: Vec<bool>,
     /// Every NPC's logs after every step since the run began: what a killed
     /// autosave may hold a prefix of.
-    history: Vec<Vec<Log>>,
-    requests: Vec<ChatRequest>,
-    talks: usize,
+    pub(super) history: Vec<Vec<Log>>,
+    pub(super) requests: Vec<ChatRequest>,
+    pub(super) talks: usize,
     /// Set by a conversation step: its two NPCs, and how many conversation lines
     /// had been said before it.
-    conversing: Option<(usize, usize, usize)>,
-    snapshot: Option<SaveGame>,
+    pub(super) conversing: Option<(usize, usize, usize)>,
+    pub(super) snapshot: Option<SaveGame>,
     /// Saves the game wrote and has not loaded yet: loading a file makes it the
     /// autosave slot, so what it holds then changes.
-    saves: Vec<(PathBuf, SaveGame)>,
+    pub(super) saves: Vec<(PathBuf, SaveGame)>,
     /// Where autosave writes.
-    slot: PathBuf,
-    files: u64,
+    pub(super) slot: PathBuf,
+    pub(super) files: u64,
 }
 
 fn open_door(call: In<ActionInvocation<OpenDoor>>) -> ActionOutcome {
@@ -196,7 +191,7 @@ impl Play {
         play
     }
 
-    fn log(&self, npc: usize) -> Log {
+    pub(super) fn log(&self, npc: usize) -> Log {
         self.h
             .app
             .world()
@@ -213,7 +208,7 @@ impl Play {
 
     /// Whether `npc`'s log holds `tag` anywhere, in an entry's text or in where it
     /// came from (hearsay of a reply names the question it answered).
-    fn holds(&self, npc: usize, tag: &str) -> bool {
+    pub(super) fn holds(&self, npc: usize, tag: &str) -> bool {
         let needle = format!("⟦{tag}⟧");
         let logs = self.h.app.world().resource::<ChatLogs>();
         logs.get(&self.ids[npc]).is_some_and(|log| {
@@ -249,7 +244,7 @@ impl Play {
 
     /// The newest line said to `npc` (a player's or another NPC's), empty before
     /// the first.
-    fn newest_line(&self, npc: usize) -> String {
+    pub(super) fn newest_line(&self, npc: usize) -> String {
         let logs = self.h.app.world().resource::<ChatLogs>();
         logs.get(&self.ids[npc])
             .and_then(|log| {
@@ -265,7 +260,7 @@ impl Play {
     /// marked private after the save (or after the record a kill cut off) is
     /// shareable again, as it was then. Lines private from the start stay
     /// private, whoever holds them.
-    fn private_as_loaded(&mut self) {
+    pub(super) fn private_as_loaded(&mut self) {
         let logs = self.h.app.world().resource::<ChatLogs>();
         let mut private = Vec::new();
         for (owner, id) in self.ids.iter().enumerate() {
@@ -299,18 +294,18 @@ impl Play {
         }
     }
 
-    fn current(&self) -> SaveGame {
+    pub(super) fn current(&self) -> SaveGame {
         let snapshot = self.h.app.world().resource::<NpcMemorySnapshot>();
         assert!(!snapshot.is_pending(), "the snapshot is restored by now");
         snapshot.save().expect("the snapshot is readable")
     }
 
-    fn write<M: Message>(&mut self, message: M) {
+    pub(super) fn write<M: Message>(&mut self, message: M) {
         self.h.app.world_mut().write_message(message);
         self.h.app.update();
     }
 
-    fn count<M: Send + Sync + 'static>(&self) -> usize {
+    pub(super) fn count<M: Send + Sync + 'static>(&self) -> usize {
         self.h.inbox::<M>().len()
     }
 
@@ -630,374 +625,5 @@ impl Play {
             }
         }
         self.write(MarkPrivate::new(self.ids[npc].clone(), index as LogIndex));
-    }
-
-    fn file(&mut self, name: &str) -> PathBuf {
-        self.files += 1;
-        let folder = self.dir.join(format!("{name}-{}", self.files));
-        std::fs::create_dir_all(&folder).unwrap();
-        folder.join("memory.json")
-    }
-
-    fn save(&mut self) {
-        let path = self.file("save");
-        let ended = |world: &World| {
-            let saved = world.resource::<Inbox<MemorySaved>>().0.iter();
-            let failed = world.resource::<Inbox<MemorySaveFailed>>().0.iter();
-            saved.filter(|s| s.path == path).count() + failed.filter(|f| f.path == path).count()
-        };
-        self.write(SaveMemory::new(path.clone()));
-        self.h.run_until("the save ends", |world| ended(world) > 0);
-        let (_, read) = SaveGame::read_from(&path, u64::MAX).expect("the save reads back");
-        assert_eq!(read.npcs, self.current().npcs, "the save holds the memory");
-        self.saves.push((path, read));
-    }
-
-    fn load(&mut self) {
-        let Some((path, saved)) = self.saves.pop() else {
-            let missing = self.dir.join("never-saved.json");
-            let failed = self.count::<MemoryLoadFailed>();
-            self.h.load_from(&missing);
-            assert_eq!(
-                self.count::<MemoryLoadFailed>(),
-                failed + 1,
-                "nothing to load"
-            );
-            return;
-        };
-        let loaded = self.count::<MemoryLoaded>();
-        self.h.load_from(&path);
-        assert_eq!(self.count::<MemoryLoaded>(), loaded + 1, "the save loads");
-        self.may_shrink = vec![true; NPCS];
-        self.private_as_loaded();
-        self.slot = path;
-        // As loaded: the live personas apply again, and a summary they make due
-        // may follow.
-        assert_same_memory(&saved, &self.current());
-    }
-
-    fn restore(&mut self) {
-        let Some(snapshot) = self.snapshot.clone() else {
-            return;
-        };
-        let restored = self.count::<MemoryRestored>();
-        self.h
-            .app
-            .insert_resource(NpcMemorySnapshot::restore(snapshot.clone()));
-        self.h.run_until("the snapshot is restored", |world| {
-            world.resource::<Inbox<MemoryRestored>>().0.len()
-                + world.resource::<Inbox<MemoryRestoreFailed>>().0.len()
-                > restored
-        });
-        assert!(
-            self.h.inbox::<MemoryRestoreFailed>().is_empty(),
-            "{:?}",
-            self.h.inbox::<MemoryRestoreFailed>()
-        );
-        self.may_shrink = vec![true; NPCS];
-        self.private_as_loaded();
-        // As loaded: the live personas apply again, and a summary they make due
-        // may follow.
-        assert_same_memory(&snapshot, &self.current());
-    }
-
-    /// The slot as a kill would leave it: the files as they are this instant, the
-    /// journal cut at any byte; then the next start loads it.
-    fn kill(&mut self, cut: f64) {
-        let slot = self.slot.clone();
-        let copy = self.file("killed");
-        for (from, to) in [
-            (slot.clone(), copy.clone()),
-            (journal_path(&slot), journal_path(&copy)),
-            (backup_path(&slot), backup_path(&copy)),
-            (
-                journal_path(&backup_path(&slot)),
-                journal_path(&backup_path(&copy)),
-            ),
-        ] {
-            let _ = std::fs::copy(from, to);
-        }
-        if !copy.exists() {
-            return;
-        }
-        cut_file(&journal_path(&copy), cut);
-        let loaded = self.count::<MemoryLoaded>();
-        self.h.load_from(&copy);
-        assert_eq!(
-            self.count::<MemoryLoaded>(),
-            loaded + 1,
-            "a killed slot loads: {:?}",
-            self.h.inbox::<MemoryLoadFailed>().last()
-        );
-        self.may_shrink = vec![true; NPCS];
-        self.private_as_loaded();
-        self.slot = copy;
-    }
-
-    pub fn check(&self) {
-        let now: Vec<Log> = (0..NPCS).map(|npc| self.log(npc)).collect();
-        // L2 only grows, but for a clear or a load.
-        let steps = self.before.iter().zip(&now).zip(&self.may_shrink);
-        for (npc, ((before, now), _)) in steps.enumerate().filter(|(_, (_, shrink))| !**shrink) {
-            assert!(now.len() >= before.len(), "NPC {npc}'s log shrank");
-            for (i, (was, is)) in before.iter().zip(now).enumerate() {
-                assert_eq!(was, is, "NPC {npc}'s entry {i} changed");
-            }
-        }
-        // What a load or a killed autosave brings back, the NPC had at some point.
-        if self.may_shrink.iter().all(|&s| s) {
-            for (npc, (held, history)) in now.iter().zip(&self.history).enumerate() {
-                assert!(
-                    held.is_empty() || history.iter().any(|log| log.starts_with(held)),
-                    "NPC {npc} loaded a log it never had"
-                );
-            }
-        }
-        // Every state saves, and the save reads back equal.
-        let save = self.current();
-        save.validate().expect("the writer accepts the state");
-        let bytes = save.to_bytes(SaveFormat::Json).expect("the state encodes");
-        let read = SaveGame::from_bytes(&bytes).expect("the save loads");
-        assert_eq!(read.npcs, save.npcs, "the save loads back equal");
-        assert!(
-            self.h.inbox::<MemorySaveFailed>().is_empty(),
-            "a save failed: {:?}",
-            self.h.inbox::<MemorySaveFailed>()
-        );
-        // Private lines and replies to them stay with their NPC.
-        for private in &self.private {
-            let needle = format!("⟦{}⟧", private.tag);
-            for other in (0..NPCS).filter(|&o| o != private.owner && !private.held_by.contains(&o))
-            {
-                assert!(
-                    !self.holds(other, &private.tag),
-                    "{} reached NPC {other}'s log",
-                    private.tag
-                );
-                for request in self.requests.iter().filter(|r| r.npc == self.ids[other]) {
-                    assert!(
-                        !request.messages.iter().any(|m| m.content.contains(&needle)),
-                        "{} reached a prompt of NPC {other}: {:?}",
-                        private.tag,
-                        request
-                            .messages
-                            .iter()
-                            .find(|m| m.content.contains(&needle))
-                    );
-                }
-            }
-        }
-        // A private line, and the replies to it, reach no prompt the owner answers
-        // the other player from.
-        for private in &self.private {
-            let needle = format!("⟦{}⟧", private.tag);
-            let owner = &self.ids[private.owner];
-            for request in self
-                .requests
-                .iter()
-                .filter(|r| r.npc == *owner && r.purpose() == Purpose::Reply)
-            {
-                // A window of two can hold only an action's call and its result:
-                // the request then answers the newest line said to the NPC.
-                let newest = request
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User)
-                    .map(|m| m.content.to_string())
-                    .unwrap_or_else(|| self.newest_line(private.owner));
-                let to_co_op = tags(&newest).iter().any(|t| self.co_op_tags.contains(*t));
-                if to_co_op != private.co_op {
-                    assert!(
-                        !request.messages.iter().any(|m| m.content.contains(&needle)),
-                        "{} reached a prompt NPC {} answered the other player from (conversation step: {:?}): {:#?}",
-                        private.tag,
-                        private.owner,
-                        self.conversing,
-                        request.messages
-                    );
-                }
-            }
-        }
-        // No prompt passes its cap, and what a layered NPC sent is what it built.
-        let contexts = self.h.app.world().resource::<ContextMemoryManager>();
-        for (npc, id) in self.ids.iter().enumerate() {
-            let config = &save
-                .npcs
-                .iter()
-                .find(|n| n.id == *id)
-                .expect("saved")
-                .memory
-                .config;
-            let sent: Vec<&ChatRequest> = self
-                .requests
-                .iter()
-                .filter(|r| r.purpose() == Purpose::Reply && r.npc == *id)
-                .collect();
-            if config.features.budget.max_tokens.is_none() {
-                for request in sent {
-                    let messages = request.messages.len();
-                    let cap = config.hard_cap();
-                    assert!(
-                        messages <= cap,
-                        "NPC {npc}: {messages} messages, hard cap {cap}"
-                    );
-                }
-            } else if let [first, rounds @ ..] = sent.as_slice() {
-                let built = contexts
-                    .get(id)
-                    .and_then(|c| c.last_prompt())
-                    .expect("a prompt");
-                assert!(
-                    sent.iter().any(|r| r.messages == built.messages),
-                    "NPC {npc} sent the prompt it built"
-                );
-                if rounds.is_empty() {
-                    check_layered_cap(npc, config, built);
-                } else {
-                    // A turn with actions: its later rounds are its prompt with
-                    // the calls and results appended, so the cap holds the first.
-                    check_turn_cap(npc, config, &first.messages);
-                }
-            }
-        }
-        self.check_conversations();
-        // Notes are for recall only: no prompt ever shows one.
-        for request in self
-            .requests
-            .iter()
-            .filter(|r| r.purpose() == Purpose::Reply)
-        {
-            assert!(
-                !request
-                    .messages
-                    .iter()
-                    .any(|m| m.content.contains(NOTE_TAG)),
-                "a note reached a reply prompt"
-            );
-        }
-        // Every line got its reply or its failure.
-        assert_eq!(
-            self.count::<NpcReplied>() + self.count::<NpcReplyFailed>(),
-            self.talks,
-            "every line has an outcome"
-        );
-    }
-}
-
-impl Play {
-    /// No conversation outlives its step; a conversation's prompts hold no
-    /// private line of anyone; every line it said is in the other NPC's log.
-    fn check_conversations(&self) {
-        assert!(
-            self.h.app.world().resource::<NpcConversations>().is_empty(),
-            "a conversation is still running"
-        );
-        assert!(
-            self.count::<ConversationEnded>() >= self.count::<ConversationStarted>(),
-            "a conversation never ended"
-        );
-        let Some((first, second, lines_before)) = self.conversing else {
-            return;
-        };
-        for request in self
-            .requests
-            .iter()
-            .filter(|r| r.purpose() == Purpose::Reply)
-        {
-            for private in &self.private {
-                let needle = format!("⟦{}⟧", private.tag);
-                assert!(
-                    !request.messages.iter().any(|m| m.content.contains(&needle)),
-                    "{} reached a prompt of a conversation among NPCs",
-                    private.tag
-                );
-            }
-        }
-        for line in &self.h.inbox::<ConversationLine>()[lines_before..] {
-            let other = if line.speaker == self.ids[first] {
-                second
-            } else {
-                first
-            };
-            let heard = self.log(other);
-            let said = line.text.trim();
-            assert!(
-                heard
-                    .iter()
-                    .any(|(role, text)| *role == Role::User && said.starts_with(text.trim())),
-                "{said:?} is missing from NPC {other}'s log"
-            );
-        }
-    }
-}
-
-/// A layered prompt fits its budget (a follow-up: the budget plus its growth).
-/// A log sent whole before its first fold (no summary, nothing recalled) may pass
-/// it by half the follow-ups' growth. Only one built afresh may pass that, when
-/// lines no summary covers yet must be sent, and then it holds at most the hard
-/// cap of lines besides its system notes.
-fn check_layered_cap(npc: usize, config: &MemoryConfig, built: &AssembledPrompt) {
-    let budget = &config.features.budget;
-    let tokens = estimate_prompt_tokens(&built.messages);
-    if built.follow_up {
-        let cap = budget.follow_up_cap().expect("follow-ups are on");
-        assert!(
-            tokens <= cap,
-            "NPC {npc}: a follow-up of {tokens} tokens, cap {cap}"
-        );
-        return;
-    }
-    let lines = built
-        .messages
-        .iter()
-        .filter(|m| m.role != Role::System)
-        .count();
-    let max = budget.max_tokens.expect("a budget");
-    let whole = budget.short_logs == ShortLogs::SentWhole
-        && built.recalled.is_empty()
-        && built
-            .section(SectionKind::Summaries)
-            .is_none_or(|summaries| summaries.tokens == 0);
-    let growth = budget.follow_up_cap().map_or(0, |cap| cap - max);
-    let limit = if whole { max + growth / 2 } else { max };
-    let cap = config.hard_cap();
-    assert!(
-        tokens <= limit || lines <= cap,
-        "NPC {npc}: {tokens} tokens over a limit of {limit} (budget {max}, sent whole: {whole}), and {lines} lines over the hard cap {cap}"
-    );
-}
-
-/// The first prompt of a turn with actions, which may be a follow-up or fresh.
-fn check_turn_cap(npc: usize, config: &MemoryConfig, messages: &[PromptMessage]) {
-    let budget = &config.features.budget;
-    let tokens = estimate_prompt_tokens(messages);
-    let cap = budget
-        .follow_up_cap()
-        .or(budget.max_tokens)
-        .expect("a budget");
-    let lines = messages.iter().filter(|m| m.role != Role::System).count();
-    assert!(
-        tokens <= cap || lines <= config.hard_cap(),
-        "NPC {npc}: a turn's prompt of {tokens} tokens and {lines} lines"
-    );
-}
-
-fn cut_file(path: &Path, share: f64) {
-    if let Ok(bytes) = std::fs::read(path) {
-        let keep = (bytes.len() as f64 * share) as usize;
-        std::fs::write(path, &bytes[..keep.min(bytes.len())]).unwrap();
-    }
-}
-
-/// Two saves hold the same memory: every log, summary and fact (personas and
-/// settings are the live ones after a load).
-fn assert_same_memory(expected: &SaveGame, actual: &SaveGame) {
-    assert_eq!(expected.npcs.len(), actual.npcs.len(), "the same NPCs");
-    for (e, a) in expected.npcs.iter().zip(&actual.npcs) {
-        assert_eq!(e.id, a.id);
-        assert_eq!(e.memory.log, a.memory.log, "{}'s log", e.id);
-        assert_eq!(e.memory.summary, a.memory.summary, "{}'s summary", e.id);
-        assert_eq!(e.memory.facts, a.memory.facts, "{}'s facts", e.id);
     }
 }
