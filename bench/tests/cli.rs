@@ -191,27 +191,31 @@ fn recall_fixture(dir: &Path) -> PathBuf {
     path
 }
 
+/// The JSON report of a layered run on `data` with this window and budget, and
+/// `extra` flags.
+fn layered_report(data: &Path, (window, budget): (&str, &str), extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--data",
+        data.to_str().unwrap(),
+        "--strategy",
+        "layered",
+        "--window",
+        window,
+        "--budget",
+        budget,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, stdout, stderr) = run(&args);
+    assert!(ok, "{stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
 #[test]
 fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off() {
     let dir = fresh_dir("bench-layered");
     let data = recall_fixture(&dir);
-    let layered = |extra: &[&str]| -> Value {
-        let mut args = vec![
-            "--data",
-            data.to_str().unwrap(),
-            "--strategy",
-            "layered",
-            "--window",
-            "6",
-            "--budget",
-            "400",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let (ok, stdout, stderr) = run(&args);
-        assert!(ok, "{stderr}");
-        serde_json::from_str(&stdout).unwrap()
-    };
+    let layered = |extra: &[&str]| layered_report(&data, ("6", "400"), extra);
     let all = layered(&[]);
     assert_eq!(all["evidence_recall"]["overall"], 1.0, "{all}");
     assert!(all["context_tokens"]["mean"].as_f64().unwrap() <= 400.0);
@@ -246,23 +250,7 @@ fn layered_recalls_an_old_turn_within_its_budget_and_ablations_switch_parts_off(
 fn folding_before_the_questions_leaves_no_line_uncovered_and_says_so() {
     let dir = fresh_dir("bench-fold-before");
     let data = recall_fixture(&dir);
-    let layered = |extra: &[&str]| -> Value {
-        let mut args = vec![
-            "--data",
-            data.to_str().unwrap(),
-            "--strategy",
-            "layered",
-            "--window",
-            "8",
-            "--budget",
-            "200",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let (ok, stdout, stderr) = run(&args);
-        assert!(ok, "{stderr}");
-        serde_json::from_str(&stdout).unwrap()
-    };
+    let layered = |extra: &[&str]| layered_report(&data, ("8", "200"), extra);
     let replayed = layered(&[]);
     let folded = layered(&["--fold-before-questions"]);
     // Folds come four lines at a time (threshold 4), so 1 to 3 lines may be left.
