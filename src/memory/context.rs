@@ -287,7 +287,7 @@ impl ContextMemory {
         self.features.facts.enabled.then(|| {
             self.facts
                 .render_without(self.persona.style.language, speakers, |fact| {
-                    withheld.any_of(&fact.evidence)
+                    withheld.hides_fact(fact)
                 })
         })
     }

@@ -45,6 +45,12 @@ impl Origin {
         !matches!(self, Origin::SaidPrivately)
     }
 
+    /// Whether this is hearsay of a line made private at its source after it was
+    /// told: kept, but passed on to no other NPC, by telling or in conversation.
+    pub(crate) fn is_private_hearsay(&self) -> bool {
+        matches!(self, Origin::Heard(heard) if matches!(heard.source, Source::Said { private: true, .. }))
+    }
+
     /// Hops from the original source: 0 first-hand, 1 told by who saw or heard it.
     pub fn hops(&self) -> u32 {
         match self {
@@ -101,8 +107,9 @@ pub enum Source {
         speaker: String,
         /// Set when the line was made private at its source after it was told
         /// ([`MarkPrivate`](crate::knowledge::MarkPrivate)): the listener keeps
-        /// what it heard, but never passes it on, even once the source NPC has
-        /// forgotten the line or is gone.
+        /// what it heard, but never passes it on, by telling or in a
+        /// conversation among NPCs, even once the source NPC has forgotten the
+        /// line or is gone.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
     },

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use super::facts::{Fact, PinnedFacts};
 use super::log::ChatLog;
 use super::message::{ChatMessage, LogIndex, Role};
 use super::origin::Origin;
@@ -59,20 +60,34 @@ fn is_npc_line(message: &ChatMessage) -> bool {
 }
 
 /// The entries of a log that a prompt addressed to one speaker must leave out,
-/// in log order.
+/// in log order, and whether that speaker is another NPC.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Withheld(Vec<LogIndex>);
+pub(crate) struct Withheld {
+    entries: Vec<LogIndex>,
+    /// Addressed to another NPC or to NPCs in company: what the NPC heard of
+    /// lines made private at their source is left out too, since saying it to
+    /// an NPC would pass it on.
+    among_npcs: bool,
+    /// Whether that leaves out a pinned fact.
+    hides_facts: bool,
+}
 
 impl Withheld {
     /// The private lines of every speaker but `addressee`, and the NPC's replies
-    /// to them.
-    pub(crate) fn from(log: &ChatLog, addressee: Option<&SpeakerId>) -> Self {
+    /// to them; for another NPC, also hearsay made private at its source, in
+    /// `log` and among `facts`.
+    pub(crate) fn from(log: &ChatLog, addressee: Option<&SpeakerId>, facts: &PinnedFacts) -> Self {
+        let among_npcs = addressee.is_some_and(SpeakerId::is_among_npcs);
         let mut withheld = Vec::new();
         // A reply is as private as the line it answers, and belongs to its speaker.
         let mut speaker_of_line: Option<&SpeakerId> = None;
         for message in log.messages() {
             if is_line_to_npc(message) {
                 speaker_of_line = message.speaker.as_ref();
+            }
+            if among_npcs && message.origin.is_private_hearsay() {
+                withheld.push(message.index);
+                continue;
             }
             if message.origin != Origin::SaidPrivately {
                 continue;
@@ -86,29 +101,40 @@ impl Withheld {
                 withheld.push(message.index);
             }
         }
-        Self(withheld)
+        let hides_facts = among_npcs && facts.active().iter().any(|fact| is_private_hearsay(fact));
+        Self {
+            entries: withheld,
+            among_npcs,
+            hides_facts,
+        }
     }
 
     /// Whether nothing is withheld: the prompt is built as if privacy did not exist.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.entries.is_empty() && !self.hides_facts
     }
 
     /// Whether the entry at `index` is withheld.
     pub(crate) fn contains(&self, index: LogIndex) -> bool {
-        self.0.binary_search(&index).is_ok()
+        self.entries.binary_search(&index).is_ok()
     }
 
     /// Whether any withheld entry lies in `range`: a summary of it would pass the
     /// private line on.
     pub(crate) fn any_in(&self, range: &Range<LogIndex>) -> bool {
-        let first = self.0.partition_point(|&i| i < range.start);
-        self.0.get(first).is_some_and(|&i| i < range.end)
+        let first = self.entries.partition_point(|&i| i < range.start);
+        self.entries.get(first).is_some_and(|&i| i < range.end)
     }
 
     /// Whether any of `evidence` is withheld: a fact citing it says what it said.
     pub(crate) fn any_of(&self, evidence: &[LogIndex]) -> bool {
         evidence.iter().any(|&i| self.contains(i))
+    }
+
+    /// Whether a pinned fact is left out: it cites a withheld entry, or it was
+    /// heard of lines made private at their source and the prompt speaks to NPCs.
+    pub(crate) fn hides_fact(&self, fact: &Fact) -> bool {
+        self.any_of(&fact.evidence) || (self.among_npcs && is_private_hearsay(fact))
     }
 
     /// `messages` without the withheld ones; borrowed when none is.
@@ -125,6 +151,11 @@ impl Withheld {
             Cow::Borrowed(messages)
         }
     }
+}
+
+/// Whether a pinned fact was heard of lines made private at their source.
+fn is_private_hearsay(fact: &Fact) -> bool {
+    fact.source.heard().is_some_and(|heard| heard.private)
 }
 
 /// Whether an entry is a line said to the NPC (a player's, a co-op player's or

@@ -25,6 +25,9 @@ const PLAYER_ID: &str = "player";
 /// taken for the NPC `echo7`.
 const NPC_PREFIX: &str = "npc_";
 
+/// The id of [`SpeakerId::scene`].
+const SCENE_ID: &str = "scene";
+
 /// Why an id or a display name is not a valid [`SpeakerId`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -115,6 +118,10 @@ struct SpeakerParts {
 static GROUP: std::sync::LazyLock<SpeakerId> =
     std::sync::LazyLock::new(|| SpeakerId::from_parts("", "everyone present"));
 
+/// The game setting a scene among NPCs, made once; see [`SpeakerId::scene`].
+static SCENE: std::sync::LazyLock<SpeakerId> =
+    std::sync::LazyLock::new(|| SpeakerId::from_parts(SCENE_ID, "Scene"));
+
 /// The default player, made once: [`SpeakerId::player`] runs for every player line.
 static PLAYER: std::sync::LazyLock<SpeakerId> =
     std::sync::LazyLock::new(|| SpeakerId::from_parts(PLAYER_ID, "the player"));
@@ -155,6 +162,19 @@ impl SpeakerId {
     /// it leaves out every private line. Never valid in a save or a line.
     pub(crate) fn group() -> &'static SpeakerId {
         &GROUP
+    }
+
+    /// The game setting a scene among NPCs: the cue that opens a conversation
+    /// among them. The NPC answers it for the others, so a prompt for it is a
+    /// prompt among NPCs.
+    pub(crate) fn scene() -> SpeakerId {
+        SCENE.clone()
+    }
+
+    /// Whether a prompt answering this speaker is heard by other NPCs: another
+    /// NPC, NPCs in company, or a scene among them.
+    pub(crate) fn is_among_npcs(&self) -> bool {
+        self == Self::group() || *self.0.id == *SCENE_ID || self.as_npc().is_some()
     }
 
     /// The stable id.

@@ -223,8 +223,8 @@ pub struct KnowledgeShared {
 /// player's too, but not another NPC's), and the NPC's replies to it are never
 /// passed on from now on, nor is a pinned fact resting on private lines alone.
 /// NPCs they were told to before keep what they heard, but pass it on no
-/// further, even once this NPC has forgotten it (a clear, or the NPC gone): the
-/// mark is saved with them.
+/// further, by telling or in a conversation among NPCs, even once this NPC has
+/// forgotten it (a clear, or the NPC gone): the mark is saved with them.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

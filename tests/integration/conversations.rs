@@ -18,7 +18,7 @@ use bevy_npc_memory::conversations::{
     EndConversation, NpcConversations, StartConversation,
 };
 use bevy_npc_memory::dialogue::{NpcReplyDelta, Replied};
-use bevy_npc_memory::knowledge::{KnowledgeShared, ShareKnowledge};
+use bevy_npc_memory::knowledge::{KnowledgeShared, MarkPrivate, ShareKnowledge};
 use bevy_npc_memory::memory::{ConversationStop, Origin, SpeakerId};
 use bevy_npc_memory::prelude::*;
 
@@ -376,6 +376,68 @@ fn a_private_player_line_never_reaches_a_prompt_for_the_other_npc() {
         .map(|m| m.content.to_string())
         .collect();
     assert!(text.contains("storage key is under"), "{text}");
+}
+
+/// A line told to another NPC and then made private at its source stays with
+/// the NPC that heard it, for the players it talks to, but never reaches a
+/// conversation among NPCs, where saying it would pass it on.
+#[test]
+fn a_line_made_private_after_it_was_told_stays_out_of_conversations() {
+    let secret = "The storage key is under the reactor stairs";
+    let backend = TalkBackend::with(&[
+        ("echo7", &["Noted."]),
+        ("rusty3", RUSTY_LINES),
+        ("mira", &["I will keep watch.", "The lights again?"]),
+    ]);
+    let mut h = harness(backend.clone());
+    add_inbox::<KnowledgeShared>(&mut h.app);
+    h.say("echo7", secret);
+    h.wait_for_replies(1);
+    h.app
+        .world_mut()
+        .write_message(ShareKnowledge::about_entry("echo7", "rusty3", 0));
+    h.run_until("the telling", |world| {
+        !world
+            .resource::<crate::support::Inbox<KnowledgeShared>>()
+            .0
+            .is_empty()
+    });
+    h.app
+        .world_mut()
+        .write_message(MarkPrivate::new("echo7", 0));
+    h.settle();
+    // RUSTY-3 still knows it when the player asks.
+    h.say("rusty3", "What do you know about the storage key?");
+    h.wait_for_replies(2);
+    let asked = backend.replies_to("rusty3").pop().unwrap();
+    let text: String = asked
+        .messages
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert!(text.contains("storage key is under"), "{text}");
+    let before = backend.replies_to("rusty3").len();
+    h.app.world_mut().write_message(
+        StartConversation::between(["rusty3", "mira"])
+            .about("the storage key under the reactor stairs")
+            .max_turns(4),
+    );
+    run_to_end(&mut h);
+    let conversation: Vec<ChatRequest> = backend
+        .replies_to("rusty3")
+        .into_iter()
+        .skip(before)
+        .chain(backend.replies_to("mira"))
+        .collect();
+    assert!(conversation.len() >= 4, "{}", conversation.len());
+    for request in &conversation {
+        let text: String = request
+            .messages
+            .iter()
+            .map(|m| m.content.to_string())
+            .collect();
+        assert!(!text.contains("storage key is under"), "{text}");
+    }
 }
 
 #[test]

@@ -78,7 +78,8 @@ pub struct HeardFact {
     pub hops: u32,
     /// Set when the NPC that knew it first-hand made private every line it rested
     /// on, after telling it ([`MarkPrivate`](crate::knowledge::MarkPrivate)): the
-    /// listener keeps it, but never passes it on.
+    /// listener keeps it, but never passes it on, by telling or in a
+    /// conversation among NPCs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private: bool,
 }

@@ -150,10 +150,8 @@ impl LayersMut<'_> {
                 1,
                 message.timestamp,
             ),
+            Origin::Heard(_) if message.origin.is_private_hearsay() => return None,
             Origin::Heard(heard) => {
-                if matches!(heard.source, Source::Said { private: true, .. }) {
-                    return None;
-                }
                 asked.clone_from(&heard.asked);
                 let mut chain = Vec::with_capacity(heard.chain.len() + 1);
                 chain.push(teller.clone());

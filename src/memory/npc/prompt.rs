@@ -27,7 +27,7 @@ impl LayersMut<'_> {
     /// then the window. With more features on: the assembled prompt (see
     /// [`assemble`](Self::assemble)).
     pub fn reply_prompt(&mut self) -> Vec<PromptMessage> {
-        let withheld = Withheld::from(self.log, addressee(self.log));
+        let withheld = Withheld::from(self.log, addressee(self.log), &self.context.facts);
         self.reply_prompt_with(&SharedKnowledge::default(), &withheld)
     }
 
@@ -39,7 +39,7 @@ impl LayersMut<'_> {
         &mut self,
         knowledge: &SharedKnowledge,
     ) -> (Vec<PromptMessage>, ReplyInput) {
-        let withheld = Withheld::from(self.log, addressee(self.log));
+        let withheld = Withheld::from(self.log, addressee(self.log), &self.context.facts);
         let messages = self.reply_prompt_with(knowledge, &withheld);
         let summary = if withheld.any_in(&(0..self.context.covered_until)) {
             Arc::from("")
@@ -82,7 +82,7 @@ impl LayersMut<'_> {
 
     /// [`assemble`](Self::assemble), with `knowledge` (lore) in its own section.
     pub fn assemble_with(&mut self, knowledge: &SharedKnowledge) -> Arc<AssembledPrompt> {
-        let withheld = Withheld::from(self.log, addressee(self.log));
+        let withheld = Withheld::from(self.log, addressee(self.log), &self.context.facts);
         self.assemble_for(knowledge, &withheld)
     }
 
@@ -198,7 +198,7 @@ pub fn preview_prompt(
     window: &RollingWindow,
     context: &ContextMemory,
 ) -> AssembledPrompt {
-    let withheld = Withheld::from(log, addressee(log));
+    let withheld = Withheld::from(log, addressee(log), &context.facts);
     build_prompt(
         (log, window, context),
         (Vec::new(), &[]),

@@ -3,8 +3,9 @@
 
 use super::*;
 use crate::memory::{
-    ActionCall, ActionOutcome, ActionRecord, FactChangeKind, FactKey, Line, MemoryConfig,
-    MemoryFeatures, MemoryParts, NpcId, NpcMemory, PersonaPrompt, PromptMessage, SummaryStyle,
+    ActionCall, ActionOutcome, ActionRecord, FactChangeKind, FactKey, FactsConfig, HeardFact, Line,
+    MemoryConfig, MemoryFeatures, MemoryParts, NpcId, NpcMemory, PersonaPrompt, PromptMessage,
+    SpeakerId, SummaryStyle,
 };
 
 fn npc(name: &str, features: MemoryFeatures) -> NpcMemory {
@@ -137,6 +138,54 @@ fn hearsay_withheld_at_its_source_stays_but_is_never_told_again() {
     assert!(
         turn.messages.iter().any(|m| m.content.contains("boiler")),
         "Marta still knows it"
+    );
+    layers.reply("Only what I was told.", 31.0);
+    // Speaking to another NPC would pass it on: that prompt leaves it out.
+    let rusty = SpeakerId::npc(&NpcId::new("rusty"), "Rusty").unwrap();
+    let turn = layers.say(Line::new("Anything about keys?").by(&rusty), 32.0);
+    assert!(
+        !turn.messages.iter().any(|m| m.content.contains("boiler")),
+        "{:?}",
+        turn.messages
+    );
+    assert!(turn.messages.iter().any(|m| m.content.contains("lift")));
+}
+
+/// A pinned fact Marta heard of lines made private at their source stays in her
+/// prompts for players, and out of those she speaks to other NPCs.
+#[test]
+fn a_fact_heard_of_private_lines_stays_out_of_prompts_for_other_npcs() {
+    let features = MemoryFeatures {
+        facts: FactsConfig {
+            enabled: true,
+            ..FactsConfig::default()
+        },
+        ..MemoryFeatures::default()
+    };
+    let mut marta = npc("Marta", features);
+    let mut layers = marta.layers();
+    let heard = HeardFact {
+        chain: vec![teller("dana", "Dana")],
+        hops: 1,
+        private: true,
+    };
+    let key = FactKey::new("custom:key").unwrap();
+    layers
+        .context
+        .facts
+        .hear(key, "under the boiler", heard, 5.0);
+    let turn = layers.say("Where is the key?", 10.0);
+    assert!(turn.messages.iter().any(|m| m.content.contains("boiler")));
+    layers.reply("Under the boiler, I heard.", 11.0);
+    let rusty = SpeakerId::npc(&NpcId::new("rusty"), "Rusty").unwrap();
+    let turn = layers.say(Line::new("Where is the key?").by(&rusty), 12.0);
+    assert!(
+        !turn
+            .messages
+            .iter()
+            .any(|m| m.content.contains("under the boiler")),
+        "{:?}",
+        turn.messages
     );
 }
 

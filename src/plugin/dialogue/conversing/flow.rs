@@ -47,7 +47,7 @@ impl Conversing<'_, '_> {
         };
         let others: Vec<&str> = speakers[1..].iter().map(SpeakerId::name).collect();
         let cue = opening_cue(&others, request.topic.as_deref());
-        let scene = SpeakerId::new("scene", "Scene").expect("a plain speaker");
+        let scene = SpeakerId::scene();
         let conv = Conversation {
             id,
             participants: request.participants.clone(),
