@@ -147,6 +147,15 @@ fn speaker_lines(h: &Harness, npc: &str) -> Vec<(Role, Option<String>, String)> 
         .collect()
 }
 
+/// Everything a request sends, as one text.
+fn prompt_text(request: &ChatRequest) -> String {
+    request
+        .messages
+        .iter()
+        .map(|m| m.content.as_ref())
+        .collect()
+}
+
 #[test]
 fn both_logs_hold_every_line_with_its_speaker_and_a_bystander_witnesses_it() {
     let backend = TalkBackend::with(&[("echo7", ECHO_LINES), ("rusty3", RUSTY_LINES)]);
@@ -347,11 +356,7 @@ fn a_private_player_line_never_reaches_a_prompt_for_the_other_npc() {
     // Two answers to the player, then three conversation turns.
     assert_eq!(echo_requests.len(), 5);
     for request in &echo_requests[2..] {
-        let text: String = request
-            .messages
-            .iter()
-            .map(|m| m.content.to_string())
-            .collect();
+        let text = prompt_text(request);
         assert!(!text.contains("storage key is under"), "{text}");
         assert!(!text.contains("keep it to myself"), "{text}");
         // What the player said openly may be told.
@@ -359,22 +364,14 @@ fn a_private_player_line_never_reaches_a_prompt_for_the_other_npc() {
     }
     // Nothing of it reached RUSTY-3's log or prompts either.
     for request in backend.replies_to("rusty3") {
-        let text: String = request
-            .messages
-            .iter()
-            .map(|m| m.content.to_string())
-            .collect();
+        let text = prompt_text(&request);
         assert!(!text.contains("storage key is under"), "{text}");
     }
     // The player still gets it back.
     h.say("echo7", "What did I tell you about the key?");
     h.wait_for_replies(h.inbox::<NpcReplied>().len() + 1);
     let last = backend.replies_to("echo7").pop().unwrap();
-    let text: String = last
-        .messages
-        .iter()
-        .map(|m| m.content.to_string())
-        .collect();
+    let text = prompt_text(&last);
     assert!(text.contains("storage key is under"), "{text}");
 }
 
@@ -410,11 +407,7 @@ fn a_line_made_private_after_it_was_told_stays_out_of_conversations() {
     h.say("rusty3", "What do you know about the storage key?");
     h.wait_for_replies(2);
     let asked = backend.replies_to("rusty3").pop().unwrap();
-    let text: String = asked
-        .messages
-        .iter()
-        .map(|m| m.content.to_string())
-        .collect();
+    let text = prompt_text(&asked);
     assert!(text.contains("storage key is under"), "{text}");
     let before = backend.replies_to("rusty3").len();
     h.app.world_mut().write_message(
@@ -431,11 +424,7 @@ fn a_line_made_private_after_it_was_told_stays_out_of_conversations() {
         .collect();
     assert!(conversation.len() >= 4, "{}", conversation.len());
     for request in &conversation {
-        let text: String = request
-            .messages
-            .iter()
-            .map(|m| m.content.to_string())
-            .collect();
+        let text = prompt_text(request);
         assert!(!text.contains("storage key is under"), "{text}");
     }
 }
