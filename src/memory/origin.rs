@@ -85,6 +85,16 @@ impl Hearsay {
     pub fn teller(&self) -> Option<&Teller> {
         self.chain.first()
     }
+
+    /// Whether `npc` is the first NPC of the chain: it told this first-hand.
+    pub(crate) fn first_told_by(&self, npc: &NpcId) -> bool {
+        first_told_by(&self.chain, npc)
+    }
+}
+
+/// Whether `npc` is the last link of `chain`: the NPC that told it first-hand.
+pub(crate) fn first_told_by(chain: &[Teller], npc: &NpcId) -> bool {
+    chain.last().is_some_and(|teller| teller.id == *npc)
 }
 
 /// One NPC in a chain of tellings.

@@ -101,7 +101,7 @@ impl Withheld {
                 withheld.push(message.index);
             }
         }
-        let hides_facts = among_npcs && facts.active().iter().any(|fact| is_private_hearsay(fact));
+        let hides_facts = among_npcs && facts.active().iter().any(|fact| fact.is_private_hearsay());
         Self {
             entries: withheld,
             among_npcs,
@@ -134,7 +134,7 @@ impl Withheld {
     /// Whether a pinned fact is left out: it cites a withheld entry, or it was
     /// heard of lines made private at their source and the prompt speaks to NPCs.
     pub(crate) fn hides_fact(&self, fact: &Fact) -> bool {
-        self.any_of(&fact.evidence) || (self.among_npcs && is_private_hearsay(fact))
+        self.any_of(&fact.evidence) || (self.among_npcs && fact.is_private_hearsay())
     }
 
     /// `messages` without the withheld ones; borrowed when none is.
@@ -151,11 +151,6 @@ impl Withheld {
             Cow::Borrowed(messages)
         }
     }
-}
-
-/// Whether a pinned fact was heard of lines made private at their source.
-fn is_private_hearsay(fact: &Fact) -> bool {
-    fact.source.heard().is_some_and(|heard| heard.private)
 }
 
 /// Whether an entry is a line said to the NPC (a player's, a co-op player's or

@@ -127,7 +127,9 @@ static PLAYER: std::sync::LazyLock<SpeakerId> =
     std::sync::LazyLock::new(|| SpeakerId::from_parts(PLAYER_ID, "the player"));
 
 impl SpeakerId {
-    /// A speaker with a checked id and display name.
+    /// A speaker with a checked id and display name. The id `scene` is the one
+    /// a conversation among NPCs opens with: a reply to a speaker with it is
+    /// heard by NPCs, so its prompt leaves out what only players may read.
     pub fn new(id: &str, name: &str) -> Result<Self, SpeakerError> {
         check_id(id)?;
         if id == PLAYER_ID {
@@ -174,7 +176,7 @@ impl SpeakerId {
     /// Whether a prompt answering this speaker is heard by other NPCs: another
     /// NPC, NPCs in company, or a scene among them.
     pub(crate) fn is_among_npcs(&self) -> bool {
-        self == Self::group() || *self.0.id == *SCENE_ID || self.as_npc().is_some()
+        self == Self::group() || *self.0.id == *SCENE_ID || self.0.id.starts_with(NPC_PREFIX)
     }
 
     /// The stable id.

@@ -423,7 +423,7 @@ fn is_told_lore(message: &crate::memory::ChatMessage) -> bool {
 /// Whether an entry is something `source` passed on first-hand.
 fn heard_from(message: &crate::memory::ChatMessage, source: &NpcId) -> bool {
     matches!(&message.origin, Origin::Heard(heard)
-        if heard.chain.last().is_some_and(|teller| teller.id == *source))
+        if heard.first_told_by(source))
 }
 
 /// Whether an NPC holds a fact `source` told first-hand.
@@ -431,6 +431,6 @@ fn heard_facts_from(context: &ContextMemory, source: &NpcId) -> bool {
     context.facts().active().iter().any(|fact| {
         fact.source
             .heard()
-            .is_some_and(|heard| heard.chain.last().is_some_and(|t| t.id == *source))
+            .is_some_and(|heard| heard.first_told_by(source))
     })
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::message::LogIndex;
-use crate::memory::origin::{Teller, check_chain};
+use crate::memory::npc_id::NpcId;
+use crate::memory::origin::{Teller, check_chain, first_told_by};
 
 use super::key::FactKey;
 
@@ -90,6 +91,11 @@ impl HeardFact {
         self.chain.first()
     }
 
+    /// Whether `npc` is the first NPC of the chain: it told this first-hand.
+    pub(crate) fn first_told_by(&self, npc: &NpcId) -> bool {
+        first_told_by(&self.chain, npc)
+    }
+
     /// Why this hearsay cannot be loaded, if it cannot.
     pub(crate) fn check(&self) -> Result<(), String> {
         check_chain(&self.chain, self.hops)
@@ -112,6 +118,14 @@ pub struct Fact {
     pub changed_at: f64,
     /// Who set it.
     pub source: FactSource,
+}
+
+impl Fact {
+    /// Whether it was heard of lines made private at their source: kept, but
+    /// passed on to no other NPC, by telling or in conversation.
+    pub(crate) fn is_private_hearsay(&self) -> bool {
+        self.source.heard().is_some_and(|heard| heard.private)
+    }
 }
 
 /// What one update did, for telemetry and the debug panel.

@@ -253,7 +253,7 @@ impl LayersMut<'_> {
             else {
                 return None;
             };
-            let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
+            let first_hand = heard.first_told_by(source);
             (first_hand && texts.contains(&message.content)).then(|| Source::Said {
                 speaker: speaker.clone(),
                 private: true,

@@ -151,8 +151,7 @@ impl PinnedFacts {
             let FactSource::Heard(heard) = &fact.source else {
                 continue;
             };
-            let first_hand = heard.chain.last().is_some_and(|t| t.id == *source);
-            if heard.private || !first_hand || !same_value(&fact.value, value) {
+            if heard.private || !heard.first_told_by(source) || !same_value(&fact.value, value) {
                 continue;
             }
             let mut private = (**heard).clone();
