@@ -21,7 +21,7 @@ use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 
 use play::Play;
-pub use steps::{Model, Step};
+pub use steps::{Model, Step, Talks};
 
 struct PluginMachine;
 
@@ -187,13 +187,7 @@ fn a_fresh_prompt_before_the_first_fold_sends_the_whole_log_past_the_budget() {
 fn another_npcs_line_cannot_be_marked_private() {
     let ids = ["a", "b", "c"].map(str::to_owned);
     let mut play = Play::new(&ids);
-    let converse = |first, second| Step::Converse {
-        first,
-        second,
-        topic: "the pumps".into(),
-        turns: 2,
-        end_early: false,
-    };
+    let converse = |first, second| Step::Converse(Talks::between(first, second, "the pumps", 2));
     let mut steps = vec![converse(0, 1)];
     steps.extend((0..6).map(|index| Step::MarkPrivate { npc: 0, index }));
     steps.push(converse(1, 0));
@@ -202,4 +196,38 @@ fn another_npcs_line_cannot_be_marked_private() {
         play.check();
     }
     assert_eq!(play.private_npc_lines(0), 0);
+}
+
+/// The conversation step's own check: a player who joins a conversation of three
+/// privately is heard and answered by one participant, the others carry on
+/// without the line, and the NPC within earshot of two hears every line.
+#[test]
+fn a_player_joins_a_conversation_privately_or_in_the_open() {
+    use steps::{PlayerJoins, Third};
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    for (private, third) in [(true, Third::Joins), (false, Third::Overhears)] {
+        let mut talks = Talks::between(0, 1, "the pumps", 5);
+        talks.third = third;
+        talks.player = Some(PlayerJoins {
+            text: "the code is 4471".into(),
+            private,
+            to_second: true,
+        });
+        play.run(&Step::Converse(talks));
+        play.check();
+        let joined = play.conversing.as_ref().and_then(|c| c.player_tag.clone());
+        let tag = joined.expect("the player joined");
+        assert!(play.holds(1, &tag), "the NPC spoken to heard the line");
+        assert_eq!(
+            play.holds(0, &tag),
+            !private,
+            "the first speaker heard it: {private}"
+        );
+        assert_eq!(
+            play.holds(2, &tag),
+            !private,
+            "the third NPC heard it: {private}"
+        );
+    }
 }

@@ -28,6 +28,23 @@ impl Play {
                 assert_eq!(was, is, "NPC {npc}'s entry {i} changed");
             }
         }
+        // Every log stays in time order, numbered in order, whatever the clock does.
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        for (npc, id) in self.ids.iter().enumerate() {
+            let Some(log) = logs.get(id) else { continue };
+            for pair in log.messages().windows(2) {
+                assert!(
+                    pair[0].timestamp.is_finite() && pair[0].timestamp <= pair[1].timestamp,
+                    "NPC {npc}'s log is out of time order: {} then {}",
+                    pair[0].timestamp,
+                    pair[1].timestamp
+                );
+                assert!(
+                    pair[0].index < pair[1].index,
+                    "NPC {npc}'s log is out of order"
+                );
+            }
+        }
         // What a load or a killed autosave brings back, the NPC had at some point.
         if self.may_shrink.iter().all(|&s| s) {
             for (npc, (held, history)) in now.iter().zip(&self.history).enumerate() {
@@ -171,7 +188,9 @@ impl Play {
 
 impl Play {
     /// No conversation outlives its step; a conversation's prompts hold no
-    /// private line of anyone; every line it said is in the other NPC's log.
+    /// private line of anyone (but a prompt answering the player who joined
+    /// it); every line it said is in the other participants' logs, and known to
+    /// the NPC within earshot.
     fn check_conversations(&self) {
         assert!(
             self.h.app.world().resource::<NpcConversations>().is_empty(),
@@ -181,37 +200,56 @@ impl Play {
             self.count::<ConversationEnded>() >= self.count::<ConversationStarted>(),
             "a conversation never ended"
         );
-        let Some((first, second, lines_before)) = self.conversing else {
+        let Some(conversing) = &self.conversing else {
             return;
+        };
+        let answers_player = |request: &ChatRequest| {
+            conversing.player_tag.as_ref().is_some_and(|tag| {
+                request
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .is_some_and(|m| tags(&m.content).contains(&tag.as_str()))
+            })
         };
         for request in self
             .requests
             .iter()
-            .filter(|r| r.purpose() == Purpose::Reply)
+            .filter(|r| r.purpose() == Purpose::Reply && !answers_player(r))
         {
             for private in &self.private {
                 let needle = format!("⟦{}⟧", private.tag);
                 assert!(
                     !request.messages.iter().any(|m| m.content.contains(&needle)),
-                    "{} reached a prompt of a conversation among NPCs",
-                    private.tag
+                    "{} reached a prompt of a conversation among NPCs ({conversing:?}): {:#?}",
+                    private.tag,
+                    request.messages
                 );
             }
         }
-        for line in &self.h.inbox::<ConversationLine>()[lines_before..] {
-            let other = if line.speaker == self.ids[first] {
-                second
-            } else {
-                first
-            };
-            let heard = self.log(other);
+        let lines = &self.h.inbox::<ConversationLine>()[conversing.lines_before..];
+        for line in lines {
             let said = line.text.trim();
-            assert!(
-                heard
-                    .iter()
-                    .any(|(role, text)| *role == Role::User && said.starts_with(text.trim())),
-                "{said:?} is missing from NPC {other}'s log"
-            );
+            let listeners = conversing
+                .participants
+                .iter()
+                .filter(|&&n| self.ids[n] != line.speaker);
+            for &other in listeners {
+                let heard = self.log(other);
+                assert!(
+                    heard
+                        .iter()
+                        .any(|(role, text)| *role == Role::User && said.starts_with(text.trim())),
+                    "{said:?} is missing from NPC {other}'s log"
+                );
+            }
+            if let (Some(npc), Some(tag)) = (conversing.earshot, tags(said).first()) {
+                assert!(
+                    self.holds(npc, tag),
+                    "NPC {npc} within earshot never heard {said:?}"
+                );
+            }
         }
     }
 }

@@ -10,9 +10,10 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::saves::SaveGame;
 
 use super::backend::{Answer, Stage, tags};
-use super::steps::{NPCS, Reply, Scope, Step};
+use super::steps::{Jump, NPCS, PlayerJoins, Reply, Scope, Step, Talks, Third};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
+use bevy_npc_memory::NpcMemoryClock;
 use bevy_npc_memory::conversations::{
     ConversationEnded, ConversationLine, ConversationStarted, EndConversation, StartConversation,
 };
@@ -35,6 +36,7 @@ use bevy_npc_memory::memory::LoreScope;
 use bevy_npc_memory::saves::MemoryRestoreFailed;
 use bevy_npc_memory::saves::MemoryRestored;
 use bevy_npc_memory::saves::NpcMemorySnapshot;
+use bevy_npc_memory::schedule::SetMemoryTier;
 
 /// A tag that must stay with its NPC, and the NPCs that held it before it became
 /// private (a line marked private after it was passed on).
@@ -53,6 +55,17 @@ fn co_op_player() -> SpeakerId {
 }
 
 pub(super) type Log = Vec<(Role, String)>;
+
+/// What a conversation step did, for the checks.
+#[derive(Debug)]
+pub(super) struct Conversing {
+    pub(super) participants: Vec<usize>,
+    pub(super) earshot: Option<usize>,
+    /// How many conversation lines had been said before the step.
+    pub(super) lines_before: usize,
+    /// The tag of the line the player said to a participant, if any.
+    pub(super) player_tag: Option<String>,
+}
 
 pub struct Play {
     pub(super) h: Harness,
@@ -73,9 +86,8 @@ pub struct Play {
     pub(super) history: Vec<Vec<Log>>,
     pub(super) requests: Vec<ChatRequest>,
     pub(super) talks: usize,
-    /// Set by a conversation step: its two NPCs, and how many conversation lines
-    /// had been said before it.
-    pub(super) conversing: Option<(usize, usize, usize)>,
+    /// Set by a conversation step.
+    pub(super) conversing: Option<Conversing>,
     pub(super) snapshot: Option<SaveGame>,
     /// Saves the game wrote and has not loaded yet: loading a file makes it the
     /// autosave slot, so what it holds then changes.
@@ -114,10 +126,12 @@ impl Play {
         let stage = Stage::default();
         let play_slot = dir.join("auto.json");
         // A deferred action nobody answers fails as timed out, soon.
-        let settings = NpcMemorySettings {
+        // A background NPC's summaries wait, briefly, so runs stay quick.
+        let mut settings = NpcMemorySettings {
             action_timeout: std::time::Duration::from_millis(20),
             ..NpcMemorySettings::default()
         };
+        settings.schedule.background_delay = std::time::Duration::from_millis(30);
         let mut h = Harness::new(
             NpcMemoryPlugin::default()
                 .with_settings(settings)
@@ -435,13 +449,22 @@ impl Play {
             Step::TakeSnapshot => self.snapshot = Some(self.current()),
             Step::RestoreSnapshot => self.restore(),
             Step::Kill { cut } => self.kill(*cut),
-            Step::Converse {
-                first,
-                second,
-                topic,
-                turns,
-                end_early,
-            } => self.converse((*first, *second), topic, *turns, *end_early),
+            Step::Converse(talks) => self.converse(talks),
+            Step::Clock { jump } => {
+                let mut clock = self.h.app.world_mut().resource_mut::<NpcMemoryClock>();
+                match *jump {
+                    Jump::On(seconds) => clock.advance(seconds),
+                    Jump::Back(seconds) => {
+                        let now = clock.seconds();
+                        clock.set_seconds(now - seconds);
+                    }
+                }
+                self.h.app.update();
+            }
+            Step::Tier { npc, tier } => self.write(SetMemoryTier {
+                npc: self.ids[*npc].clone(),
+                tier: *tier,
+            }),
         }
         self.h.settle();
         self.requests = self.stage.take_requests();
@@ -543,45 +566,99 @@ impl Play {
         }
     }
 
-    /// Two NPCs talk among themselves; every turn answers with a shareable tag,
-    /// so where each line went can be read off the logs.
-    fn converse(
-        &mut self,
-        (first, second): (usize, usize),
-        topic: &str,
-        turns: u32,
-        end_early: bool,
-    ) {
+    /// NPCs talk among themselves; every turn answers with a shareable tag, so
+    /// where each line went can be read off the logs.
+    fn converse(&mut self, talks: &Talks) {
         let lines_before = self.count::<ConversationLine>();
-        for npc in [first, second] {
-            let answers = (0..turns)
+        let mut participants = vec![talks.first, talks.second];
+        let mut earshot = None;
+        match talks.third {
+            Third::Away => {}
+            Third::Joins => participants.push(talks.other()),
+            Third::Overhears => earshot = Some(talks.other()),
+        }
+        for &npc in &participants {
+            let answers = (0..talks.turns)
                 .map(|_| Answer::Say(format!("⟦{}⟧ all quiet", self.tag('s'))))
                 .collect();
             self.stage.answer(&self.ids[npc], answers);
         }
         let started = self.count::<NpcReplyStarted>();
         let ended = self.count::<ConversationEnded>();
-        let ids = [self.ids[first].clone(), self.ids[second].clone()];
-        self.write(
-            StartConversation::between(ids.clone())
-                .about(topic)
-                .max_turns(turns),
-        );
-        if end_early {
+        let ids: Vec<NpcId> = participants.iter().map(|&n| self.ids[n].clone()).collect();
+        let mut start = StartConversation::between(ids.clone())
+            .about(talks.topic.as_str())
+            .max_turns(talks.turns);
+        if let Some(opening) = &talks.opening {
+            let tag = self.tag('s');
+            start = start.opening_with(format!("⟦{tag}⟧ {opening}"));
+        }
+        if let Some(npc) = earshot {
+            start = start.within_earshot([self.ids[npc].clone()]);
+        }
+        self.write(start);
+        if talks.end_early || talks.player.is_some() {
             self.h
                 .run_until("the first line is said or the start refused", |world| {
                     world.resource::<Inbox<ConversationLine>>().0.len() > lines_before
                         || world.resource::<Inbox<ConversationEnded>>().0.len() > ended
                 });
+        }
+        let player_tag = talks
+            .player
+            .as_ref()
+            .map(|joins| self.player_joins(talks, joins));
+        if talks.end_early {
             self.write(EndConversation::involving(ids[0].clone()));
         }
         self.h.run_until("the conversation ends", |world| {
             world.resource::<Inbox<ConversationEnded>>().0.len() > ended
         });
         self.h.settle();
-        // Each turn answered a line of its own: one outcome each.
-        self.talks += self.count::<NpcReplyStarted>() - started;
-        self.conversing = Some((first, second, lines_before));
+        // Each turn answered a line of its own: one outcome each. The player's
+        // line has one whether or not it was answered.
+        let turns = self.h.inbox::<NpcReplyStarted>()[started..]
+            .iter()
+            .filter(|s| {
+                player_tag
+                    .as_ref()
+                    .is_none_or(|tag| !tags(&s.line).contains(&tag.as_str()))
+            })
+            .count();
+        self.talks += turns + usize::from(player_tag.is_some());
+        self.conversing = Some(Conversing {
+            participants,
+            earshot,
+            lines_before,
+            player_tag,
+        });
+    }
+
+    /// The player says a line to a participant in the middle of a
+    /// conversation; returns its tag.
+    fn player_joins(&mut self, talks: &Talks, joins: &PlayerJoins) -> String {
+        let npc = if joins.to_second {
+            talks.second
+        } else {
+            talks.first
+        };
+        let tag = self.tag(if joins.private { 'p' } else { 's' });
+        if joins.private {
+            for tag in [tag.clone(), format!("r:{tag}")] {
+                self.private.push(Private {
+                    tag,
+                    owner: npc,
+                    held_by: Vec::new(),
+                    co_op: false,
+                });
+            }
+        }
+        let mut line = TalkToNpc::new(self.ids[npc].clone(), format!("⟦{tag}⟧ {}", joins.text));
+        if joins.private {
+            line = line.privately();
+        }
+        self.write(line);
+        tag
     }
 
     fn mark_private(&mut self, npc: usize, index: u64) {

@@ -1,6 +1,7 @@
 //! What the state machine does: its steps and how they are drawn.
 
 use bevy_npc_memory::prelude::NpcId;
+use bevy_npc_memory::schedule::MemoryTier;
 use proptest::prelude::*;
 use proptest_state_machine::ReferenceStateMachine;
 
@@ -63,6 +64,77 @@ pub enum Reply {
 pub enum Scope {
     World,
     Npc(usize),
+}
+
+/// How the game moves the memory clock.
+#[derive(Clone, Copy, Debug)]
+pub enum Jump {
+    /// On by this many seconds: a few, or past the pause that ends a
+    /// conversation, or days.
+    On(f64),
+    /// Back to this many seconds before now (a calendar wound back).
+    Back(f64),
+}
+
+/// Who the NPC that does not open a conversation with the other two is.
+#[derive(Clone, Copy, Debug)]
+pub enum Third {
+    /// Away: it hears nothing.
+    Away,
+    /// Within earshot: it hears every line as a witnessed event.
+    Overhears,
+    /// Taking part, speaking third.
+    Joins,
+}
+
+/// A conversation among NPCs, as the game starts it.
+#[derive(Clone, Debug)]
+pub struct Talks {
+    pub first: usize,
+    pub second: usize,
+    pub third: Third,
+    pub topic: String,
+    /// The first speaker's first line, said as it is.
+    pub opening: Option<String>,
+    /// Lines in all, at most.
+    pub turns: u32,
+    /// The game ends it after its first line.
+    pub end_early: bool,
+    /// The player says this (privately or not) to the first or the second
+    /// speaker once the first line is said.
+    pub player: Option<PlayerJoins>,
+}
+
+impl Talks {
+    /// Two NPCs alone, about `topic`, for `turns` lines.
+    pub fn between(first: usize, second: usize, topic: &str, turns: u32) -> Self {
+        Self {
+            first,
+            second,
+            third: Third::Away,
+            topic: topic.to_owned(),
+            opening: None,
+            turns,
+            end_early: false,
+            player: None,
+        }
+    }
+
+    /// The NPC neither first nor second.
+    pub fn other(&self) -> usize {
+        (0..NPCS)
+            .find(|&n| n != self.first && n != self.second)
+            .expect("three NPCs")
+    }
+}
+
+/// The player joins a conversation among NPCs.
+#[derive(Clone, Debug)]
+pub struct PlayerJoins {
+    pub text: String,
+    pub private: bool,
+    /// Said to the second speaker, not the first.
+    pub to_second: bool,
 }
 
 /// One public operation.
@@ -145,20 +217,22 @@ pub enum Step {
     Kill {
         cut: f64,
     },
-    /// Two NPCs talk among themselves for up to `turns` lines, about `topic`;
-    /// the game may end it after its first line.
-    Converse {
-        first: usize,
-        second: usize,
-        topic: String,
-        turns: u32,
-        end_early: bool,
+    /// The game moves the memory clock.
+    Clock {
+        jump: Jump,
     },
+    /// The game sets an NPC's memory tier, or hands the choice back.
+    Tier {
+        npc: usize,
+        tier: Option<MemoryTier>,
+    },
+    /// NPCs talk among themselves.
+    Converse(Talks),
 }
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 22;
+    pub const KINDS: usize = 24;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -184,7 +258,9 @@ impl Step {
             Step::TakeSnapshot => "take snapshot",
             Step::RestoreSnapshot => "restore snapshot",
             Step::Kill { .. } => "kill",
-            Step::Converse { .. } => "converse",
+            Step::Converse(_) => "converse",
+            Step::Clock { .. } => "clock",
+            Step::Tier { .. } => "tier",
         }
     }
 }
@@ -212,6 +288,60 @@ fn reply() -> impl Strategy<Value = Reply> {
             |(door, valid, unanswered)| Reply::Act { door, valid, unanswered }
         ),
     ]
+}
+
+fn jump() -> impl Strategy<Value = Jump> {
+    prop_oneof![
+        3 => (0.0..60.0f64).prop_map(Jump::On),
+        3 => (300.0..4_000.0f64).prop_map(Jump::On),
+        1 => (86_400.0..3_000_000.0f64).prop_map(Jump::On),
+        1 => (0.0..5_000.0f64).prop_map(Jump::Back),
+    ]
+}
+
+fn tier() -> impl Strategy<Value = Option<MemoryTier>> {
+    prop::option::of(prop::sample::select(vec![
+        MemoryTier::Foreground,
+        MemoryTier::Nearby,
+        MemoryTier::Background,
+    ]))
+}
+
+fn talks() -> impl Strategy<Value = Talks> {
+    let third = prop_oneof![
+        2 => Just(Third::Away),
+        1 => Just(Third::Overhears),
+        1 => Just(Third::Joins),
+    ];
+    let player = prop::option::weighted(
+        0.3,
+        (text(), any::<bool>(), any::<bool>()).prop_map(|(text, private, to_second)| PlayerJoins {
+            text,
+            private,
+            to_second,
+        }),
+    );
+    (
+        two_npcs(),
+        third,
+        text(),
+        prop::option::weighted(0.2, text()),
+        1..5u32,
+        prop::bool::weighted(0.25),
+        player,
+    )
+        .prop_map(
+            |((first, second), third, topic, opening, turns, end_early, player)| Talks {
+                first,
+                second,
+                third,
+                topic,
+                opening,
+                turns,
+                end_early,
+                player,
+            },
+        )
 }
 
 fn scope() -> impl Strategy<Value = Scope> {
@@ -274,15 +404,9 @@ impl ReferenceStateMachine for Model {
             1 => Just(Step::TakeSnapshot),
             1 => Just(Step::RestoreSnapshot),
             1 => (0.0..1.0f64).prop_map(|cut| Step::Kill { cut }),
-            2 => (two_npcs(), text(), 1..5u32, prop::bool::weighted(0.25)).prop_map(
-                |((first, second), topic, turns, end_early)| Step::Converse {
-                    first,
-                    second,
-                    topic,
-                    turns,
-                    end_early,
-                }
-            ),
+            2 => jump().prop_map(|jump| Step::Clock { jump }),
+            1 => (npc(), tier()).prop_map(|(npc, tier)| Step::Tier { npc, tier }),
+            2 => talks().prop_map(Step::Converse),
         ]
         .boxed()
     }
