@@ -240,3 +240,63 @@ fn bad_arguments_are_refused_with_the_reason() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The sweep prints the cost ratio at every hour, not only the sampled ones, and
+/// lists exactly the hours where layered@2000 bills more than full history, as
+/// the JSON of the same sweep computes them.
+#[test]
+fn the_sweep_lists_every_hour_where_layered_costs_more() {
+    let dir = fresh_dir("playtime-sweep");
+    let data = fixture(&dir);
+    let args = [
+        "--data",
+        data.to_str().unwrap(),
+        "--lines-per-hour",
+        "30",
+        "--sweep",
+    ];
+    let (ok, text, stderr) = run(&args);
+    assert!(ok, "{stderr}");
+    let (ok, json, stderr) = run(&[&args[..], &["--json"]].concat());
+    assert!(ok, "{stderr}");
+    let sweep: Value = serde_json::from_str(&json).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.contains("hours where layered@2000 costs more"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .collect();
+    let reports = sweep["sweep"].as_array().unwrap();
+    assert_eq!(rows.len(), reports.len(), "one row per NPC count:\n{text}");
+    for (row, report) in rows.iter().zip(reports) {
+        let billed = |strategy: &str| {
+            report["strategies"][strategy]["miss_equivalent_tokens_per_hour"]["session"]["ideal"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect::<Vec<f64>>()
+        };
+        let ratios: Vec<f64> = billed("full")
+            .iter()
+            .zip(billed("layered@2000"))
+            .map(|(full, layered)| full / layered)
+            .collect();
+        assert_eq!(ratios.len(), 10, "at least 10 hours");
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells[0], report["settings"]["npcs"].to_string());
+        for (cell, ratio) in cells[1..=10].iter().zip(&ratios) {
+            assert_eq!(*cell, format!("{ratio:.2}"), "{row}");
+        }
+        let worse: Vec<String> = (1..=10)
+            .filter(|&h| (ratios[h - 1] * 100.0).round() < 100.0)
+            .map(|h| h.to_string())
+            .collect();
+        let expected = if worse.is_empty() {
+            "none".to_owned()
+        } else {
+            worse.join(", ")
+        };
+        assert_eq!(cells[11], expected, "{row}");
+    }
+}

@@ -13,7 +13,8 @@
 //! (default 0.1). `--follow-ups` sets the layered strategies' `FollowUps` (default
 //! `0.5,0.1,300,0.7`; growth 0 builds every prompt afresh, refill 1 rebuilds within the whole budget). `--sweep` runs 1, 5, 50 and 100 NPCs for 10 hours (or `--hours`,
 //! if more) and prints, at hours 1, 5 and 10, full history against layered@2000 in
-//! prompt tokens and in miss-equivalent tokens as each provider bills them.
+//! prompt tokens and in miss-equivalent tokens as each provider bills them; then
+//! the miss-equivalent ratio at every hour, and the hours where layered costs more.
 //!
 //! `--notes off` leaves the request for notes on lines out of layered summaries
 //! (`FactsConfig::notes`), to measure what asking for them costs.
@@ -234,6 +235,61 @@ fn print_sweep(reports: &[Value]) {
     }
 }
 
+/// Full history's miss-equivalent tokens over layered@2000's at every hour (ideal
+/// cache kept), and the hours where layered costs more: the target is "at or below
+/// full history at every hour", which the sampled hours above cannot show.
+fn print_every_hour(reports: &[Value]) {
+    let Some(hours) = reports
+        .first()
+        .map(|r| r["settings"]["hours"].as_u64().unwrap_or(0))
+    else {
+        return;
+    };
+    let columns: Vec<String> = (1..=hours).map(|h| format!("hour {h}")).collect();
+    println!(
+        "\n| NPCs | {} | hours where layered@2000 costs more |",
+        columns.join(" | ")
+    );
+    println!("|---|{}---|", "---|".repeat(hours as usize));
+    for report in reports {
+        let billed = |strategy: &str| -> Vec<f64> {
+            report["strategies"][strategy]["miss_equivalent_tokens_per_hour"]["session"]["ideal"]
+                .as_array()
+                .map(|hours| hours.iter().map(|h| h.as_f64().unwrap_or(0.0)).collect())
+                .unwrap_or_default()
+        };
+        let ratios: Vec<f64> = billed("full")
+            .iter()
+            .zip(billed("layered@2000"))
+            .map(|(full, layered)| {
+                if layered > 0.0 {
+                    full / layered
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect();
+        // Rounded as printed, so a 0.999 shown as 1.00 is not listed as a miss.
+        let worse: Vec<String> = ratios
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| (**r * 100.0).round() < 100.0)
+            .map(|(h, _)| (h + 1).to_string())
+            .collect();
+        let cells: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        println!(
+            "| {} | {} | {} |",
+            report["settings"]["npcs"],
+            cells.join(" | "),
+            if worse.is_empty() {
+                "none".to_owned()
+            } else {
+                worse.join(", ")
+            }
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
@@ -250,6 +306,7 @@ fn main() -> std::process::ExitCode {
             }
             Ok(reports) => {
                 print_sweep(&reports);
+                print_every_hour(&reports);
                 std::process::ExitCode::SUCCESS
             }
             Err(error) => {
