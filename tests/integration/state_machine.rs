@@ -12,6 +12,7 @@
 //! `cargo test --release --test integration state_machine_long -- --ignored`.
 
 mod backend;
+mod conversing;
 mod invariants;
 mod play;
 mod saves;

@@ -13,9 +13,6 @@ use super::backend::{NOTE_TAG, tags};
 use super::play::{Log, Play};
 use super::steps::NPCS;
 use bevy_npc_memory::backends::Purpose;
-use bevy_npc_memory::conversations::{
-    ConversationEnded, ConversationLine, ConversationStarted, NpcConversations,
-};
 
 impl Play {
     pub fn check(&self) {
@@ -183,74 +180,6 @@ impl Play {
             self.talks,
             "every line has an outcome"
         );
-    }
-}
-
-impl Play {
-    /// No conversation outlives its step; a conversation's prompts hold no
-    /// private line of anyone (but a prompt answering the player who joined
-    /// it); every line it said is in the other participants' logs, and known to
-    /// the NPC within earshot.
-    fn check_conversations(&self) {
-        assert!(
-            self.h.app.world().resource::<NpcConversations>().is_empty(),
-            "a conversation is still running"
-        );
-        assert!(
-            self.count::<ConversationEnded>() >= self.count::<ConversationStarted>(),
-            "a conversation never ended"
-        );
-        let Some(conversing) = &self.conversing else {
-            return;
-        };
-        let answers_player = |request: &ChatRequest| {
-            conversing.player_tag.as_ref().is_some_and(|tag| {
-                request
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User)
-                    .is_some_and(|m| tags(&m.content).contains(&tag.as_str()))
-            })
-        };
-        for request in self
-            .requests
-            .iter()
-            .filter(|r| r.purpose() == Purpose::Reply && !answers_player(r))
-        {
-            for private in &self.private {
-                let needle = format!("⟦{}⟧", private.tag);
-                assert!(
-                    !request.messages.iter().any(|m| m.content.contains(&needle)),
-                    "{} reached a prompt of a conversation among NPCs ({conversing:?}): {:#?}",
-                    private.tag,
-                    request.messages
-                );
-            }
-        }
-        let lines = &self.h.inbox::<ConversationLine>()[conversing.lines_before..];
-        for line in lines {
-            let said = line.text.trim();
-            let listeners = conversing
-                .participants
-                .iter()
-                .filter(|&&n| self.ids[n] != line.speaker);
-            for &other in listeners {
-                let heard = self.log(other);
-                assert!(
-                    heard
-                        .iter()
-                        .any(|(role, text)| *role == Role::User && said.starts_with(text.trim())),
-                    "{said:?} is missing from NPC {other}'s log"
-                );
-            }
-            if let (Some(npc), Some(tag)) = (conversing.earshot, tags(said).first()) {
-                assert!(
-                    self.holds(npc, tag),
-                    "NPC {npc} within earshot never heard {said:?}"
-                );
-            }
-        }
     }
 }
 

@@ -10,13 +10,12 @@ use bevy_npc_memory::prelude::*;
 use bevy_npc_memory::saves::SaveGame;
 
 use super::backend::{Answer, Stage, tags};
-use super::steps::{Jump, NPCS, PlayerJoins, Reply, Scope, Step, Talks, Third};
+use super::conversing::Conversing;
+use super::steps::{Jump, NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
 use bevy_npc_memory::NpcMemoryClock;
-use bevy_npc_memory::conversations::{
-    ConversationEnded, ConversationLine, ConversationStarted, EndConversation, StartConversation,
-};
+use bevy_npc_memory::conversations::{ConversationEnded, ConversationLine, ConversationStarted};
 use bevy_npc_memory::dialogue::InterruptNpc;
 use bevy_npc_memory::dialogue::NpcReplyStarted;
 use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
@@ -55,17 +54,6 @@ fn co_op_player() -> SpeakerId {
 }
 
 pub(super) type Log = Vec<(Role, String)>;
-
-/// What a conversation step did, for the checks.
-#[derive(Debug)]
-pub(super) struct Conversing {
-    pub(super) participants: Vec<usize>,
-    pub(super) earshot: Option<usize>,
-    /// How many conversation lines had been said before the step.
-    pub(super) lines_before: usize,
-    /// The tag of the line the player said to a participant, if any.
-    pub(super) player_tag: Option<String>,
-}
 
 pub struct Play {
     pub(super) h: Harness,
@@ -323,7 +311,7 @@ impl Play {
         self.h.inbox::<M>().len()
     }
 
-    fn tag(&mut self, kind: char) -> String {
+    pub(super) fn tag(&mut self, kind: char) -> String {
         self.next_tag += 1;
         format!("{kind}{}", self.next_tag)
     }
@@ -564,101 +552,6 @@ impl Play {
                 });
             self.write(InterruptNpc::new(self.ids[npc].clone()));
         }
-    }
-
-    /// NPCs talk among themselves; every turn answers with a shareable tag, so
-    /// where each line went can be read off the logs.
-    fn converse(&mut self, talks: &Talks) {
-        let lines_before = self.count::<ConversationLine>();
-        let mut participants = vec![talks.first, talks.second];
-        let mut earshot = None;
-        match talks.third {
-            Third::Away => {}
-            Third::Joins => participants.push(talks.other()),
-            Third::Overhears => earshot = Some(talks.other()),
-        }
-        for &npc in &participants {
-            let answers = (0..talks.turns)
-                .map(|_| Answer::Say(format!("⟦{}⟧ all quiet", self.tag('s'))))
-                .collect();
-            self.stage.answer(&self.ids[npc], answers);
-        }
-        let started = self.count::<NpcReplyStarted>();
-        let ended = self.count::<ConversationEnded>();
-        let ids: Vec<NpcId> = participants.iter().map(|&n| self.ids[n].clone()).collect();
-        let mut start = StartConversation::between(ids.clone())
-            .about(talks.topic.as_str())
-            .max_turns(talks.turns);
-        if let Some(opening) = &talks.opening {
-            let tag = self.tag('s');
-            start = start.opening_with(format!("⟦{tag}⟧ {opening}"));
-        }
-        if let Some(npc) = earshot {
-            start = start.within_earshot([self.ids[npc].clone()]);
-        }
-        self.write(start);
-        if talks.end_early || talks.player.is_some() {
-            self.h
-                .run_until("the first line is said or the start refused", |world| {
-                    world.resource::<Inbox<ConversationLine>>().0.len() > lines_before
-                        || world.resource::<Inbox<ConversationEnded>>().0.len() > ended
-                });
-        }
-        let player_tag = talks
-            .player
-            .as_ref()
-            .map(|joins| self.player_joins(talks, joins));
-        if talks.end_early {
-            self.write(EndConversation::involving(ids[0].clone()));
-        }
-        self.h.run_until("the conversation ends", |world| {
-            world.resource::<Inbox<ConversationEnded>>().0.len() > ended
-        });
-        self.h.settle();
-        // Each turn answered a line of its own: one outcome each. The player's
-        // line has one whether or not it was answered.
-        let turns = self.h.inbox::<NpcReplyStarted>()[started..]
-            .iter()
-            .filter(|s| {
-                player_tag
-                    .as_ref()
-                    .is_none_or(|tag| !tags(&s.line).contains(&tag.as_str()))
-            })
-            .count();
-        self.talks += turns + usize::from(player_tag.is_some());
-        self.conversing = Some(Conversing {
-            participants,
-            earshot,
-            lines_before,
-            player_tag,
-        });
-    }
-
-    /// The player says a line to a participant in the middle of a
-    /// conversation; returns its tag.
-    fn player_joins(&mut self, talks: &Talks, joins: &PlayerJoins) -> String {
-        let npc = if joins.to_second {
-            talks.second
-        } else {
-            talks.first
-        };
-        let tag = self.tag(if joins.private { 'p' } else { 's' });
-        if joins.private {
-            for tag in [tag.clone(), format!("r:{tag}")] {
-                self.private.push(Private {
-                    tag,
-                    owner: npc,
-                    held_by: Vec::new(),
-                    co_op: false,
-                });
-            }
-        }
-        let mut line = TalkToNpc::new(self.ids[npc].clone(), format!("⟦{tag}⟧ {}", joins.text));
-        if joins.private {
-            line = line.privately();
-        }
-        self.write(line);
-        tag
     }
 
     fn mark_private(&mut self, npc: usize, index: u64) {
