@@ -76,7 +76,7 @@ pub enum Jump {
     Back(f64),
 }
 
-/// Who the NPC that does not open a conversation with the other two is.
+/// Where the third NPC is while the other two talk.
 #[derive(Clone, Copy, Debug)]
 pub enum Third {
     /// Away: it hears nothing.
