@@ -449,6 +449,7 @@ impl Play {
                 }
                 self.h.app.update();
             }
+            Step::Respawn { npc, stays_away } => self.respawn(*npc, *stays_away),
             Step::Tier { npc, tier } => self.write(SetMemoryTier {
                 npc: self.ids[*npc].clone(),
                 tier: *tier,
@@ -521,6 +522,9 @@ impl Play {
         let line = format!("⟦{tag}⟧ {text}");
         let outcomes = self.count::<NpcReplied>() + self.count::<NpcReplyFailed>();
         let started = self.count::<NpcReplyStarted>();
+        // A line to an entity that is gone is dropped, as `TalkTo` documents:
+        // there is no NPC to answer it or to hand it back for.
+        let gone = by_entity && self.h.app.world().get::<Npc>(self.entities[npc]).is_none();
         if by_entity {
             let mut event = TalkTo::new(self.entities[npc], line);
             if private {
@@ -541,6 +545,14 @@ impl Play {
             }
             self.write(message);
         }
+        if gone {
+            self.h.settle();
+            assert!(
+                (0..NPCS).all(|other| !self.holds(other, &tag)),
+                "a line to a despawned entity reached a log"
+            );
+            return;
+        }
         self.talks += 1;
         if matches!(reply, Reply::Interrupted) {
             self.h
@@ -551,6 +563,22 @@ impl Play {
                             > outcomes
                 });
             self.write(InterruptNpc::new(self.ids[npc].clone()));
+        }
+    }
+
+    /// Despawns the NPC's entity and, unless it stays away, spawns a new one with
+    /// the same id and persona. While away, a line by entity goes to the old,
+    /// despawned entity, which must fail cleanly.
+    fn respawn(&mut self, npc: usize, stays_away: bool) {
+        let world = self.h.app.world_mut();
+        if world.get_entity(self.entities[npc]).is_ok() {
+            world.despawn(self.entities[npc]);
+        }
+        self.h.app.update();
+        if !stays_away {
+            let npc_component = Npc::new(self.ids[npc].clone(), self.personas[npc].0.clone());
+            self.entities[npc] = self.h.app.world_mut().spawn(npc_component).id();
+            self.h.app.update();
         }
     }
 

@@ -228,11 +228,17 @@ pub enum Step {
     },
     /// NPCs talk among themselves.
     Converse(Talks),
+    /// The NPC's entity is despawned (a scene unloads) and, unless `stays_away`,
+    /// spawned again with the same id: its memory outlives the entity.
+    Respawn {
+        npc: usize,
+        stays_away: bool,
+    },
 }
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 24;
+    pub const KINDS: usize = 25;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -261,6 +267,7 @@ impl Step {
             Step::Converse(_) => "converse",
             Step::Clock { .. } => "clock",
             Step::Tier { .. } => "tier",
+            Step::Respawn { .. } => "respawn",
         }
     }
 }
@@ -407,6 +414,8 @@ impl ReferenceStateMachine for Model {
             2 => jump().prop_map(|jump| Step::Clock { jump }),
             1 => (npc(), tier()).prop_map(|(npc, tier)| Step::Tier { npc, tier }),
             2 => talks().prop_map(Step::Converse),
+            1 => (npc(), prop::bool::weighted(0.2))
+                .prop_map(|(npc, stays_away)| Step::Respawn { npc, stays_away }),
         ]
         .boxed()
     }
