@@ -1,0 +1,155 @@
+//! Repetition, the budget, the game, a load and a refused start end a
+//! conversation cleanly; an interrupted line is heard as far as it went.
+
+use super::*;
+
+#[test]
+fn a_repeated_line_ends_the_conversation() {
+    let backend = TalkBackend::with(&[
+        (
+            "echo7",
+            &["Is the west door locked?", "Is the west door locked?!"],
+        ),
+        ("rusty3", &["I checked it an hour ago.", "Yes."]),
+    ]);
+    let mut h = harness(backend);
+    h.app
+        .world_mut()
+        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(20));
+    let ended = run_to_end(&mut h);
+    match ended.reason {
+        ConversationEnd::Stopped(ConversationStop::Repetition { line, repeats, .. }) => {
+            assert_eq!((line, repeats), (2, 0));
+        }
+        other => panic!("expected a repetition, got {other:?}"),
+    }
+    assert_eq!(ended.lines, 3);
+    // RUSTY-3 still heard the repeated line, and was not asked to answer it.
+    let rusty = speaker_lines(&h, "rusty3");
+    assert_eq!(rusty.last().unwrap().2, "Is the west door locked?!");
+    assert_eq!(rusty.last().unwrap().0, Role::User);
+}
+
+#[test]
+fn the_token_budget_ends_it_by_what_the_backend_reports() {
+    let backend =
+        TalkBackend::with(&[("echo7", ECHO_LINES), ("rusty3", RUSTY_LINES)]).reporting(100, 20);
+    let mut h = harness(backend);
+    h.app.world_mut().write_message(
+        StartConversation::between(["echo7", "rusty3"])
+            .max_turns(10)
+            .token_budget(300),
+    );
+    let ended = run_to_end(&mut h);
+    assert_eq!(
+        ended.reason,
+        ConversationEnd::Stopped(ConversationStop::TokenBudget { spent: 360 })
+    );
+    assert_eq!((ended.lines, ended.tokens), (3, 360));
+}
+
+#[test]
+fn the_game_ends_a_conversation_and_a_load_ends_it_too() {
+    let (mut h, backend, held) = mid_sentence(&["I saw ", "the pump "], "leak.", 8);
+    h.app
+        .world_mut()
+        .write_message(EndConversation::involving("rusty3"));
+    let ended = run_to_end(&mut h);
+    assert_eq!(ended.reason, ConversationEnd::Ended);
+    // What had streamed is ECHO-7's cut-off line, and RUSTY-3 heard it.
+    assert_eq!(h.inbox::<ConversationLine>().len(), 1);
+    let rusty = speaker_lines(&h, "rusty3");
+    assert_eq!(rusty.last().unwrap().2.trim(), "I saw the pump");
+    held.finish.release();
+
+    // A conversation is not saved: a load ends it, and the loaded logs carry on.
+    let dir = temp_dir("conversation_load");
+    let path = dir.join("save.json");
+    h.save_to(&path);
+    let _hold = backend.push_held(&[], "Never said.");
+    h.app
+        .world_mut()
+        .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(50));
+    h.run_until("ECHO-7 is asked", |world| {
+        world
+            .resource::<NpcConversations>()
+            .iter()
+            .any(|c| c.speaking().is_some())
+    });
+    let ends = h.inbox::<ConversationEnded>().len();
+    h.load_ok(&path);
+    h.settle();
+    let ended = &h.inbox::<ConversationEnded>()[ends..];
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(ended[0].reason, ConversationEnd::Loaded);
+    assert!(h.app.world().resource::<NpcConversations>().is_empty());
+}
+
+#[test]
+fn a_start_that_cannot_run_is_refused_with_the_reason() {
+    let mut h = harness(TalkBackend::default());
+    let refused = |h: &mut Harness, start: StartConversation| {
+        h.app.world_mut().write_message(start);
+        h.app.update();
+        h.inbox::<ConversationEnded>()
+            .last()
+            .unwrap()
+            .reason
+            .clone()
+    };
+    use bevy_npc_memory::conversations::ConversationError as E;
+    assert_eq!(
+        refused(&mut h, StartConversation::between(["echo7"])),
+        ConversationEnd::Refused(E::TooFewParticipants)
+    );
+    assert_eq!(
+        refused(&mut h, StartConversation::between(["echo7", "echo7"])),
+        ConversationEnd::Refused(E::Repeated(NpcId::new("echo7")))
+    );
+    assert_eq!(
+        refused(&mut h, StartConversation::between(["echo7", "ghost"])),
+        ConversationEnd::Refused(E::NotReady(NpcId::new("ghost")))
+    );
+    assert!(matches!(
+        refused(
+            &mut h,
+            StartConversation::between(["echo7", "rusty3"]).opening_with("  ")
+        ),
+        ConversationEnd::Refused(E::BadOpening(_))
+    ));
+    assert!(h.inbox::<ConversationStarted>().is_empty());
+}
+
+#[test]
+fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
+    let (mut h, backend, held) = mid_sentence(&["The pump ", "is "], "leaking badly.", 2);
+    h.app
+        .world_mut()
+        .write_message(bevy_npc_memory::dialogue::InterruptNpc::new("echo7"));
+    let ended = run_to_end(&mut h);
+    held.finish.release();
+    // The cut-off line counted, and RUSTY-3 answered it: the turn limit ended it.
+    assert_eq!(
+        ended.reason,
+        ConversationEnd::Stopped(ConversationStop::TurnLimit)
+    );
+    let lines: Vec<String> = h
+        .inbox::<ConversationLine>()
+        .iter()
+        .map(|l| l.text.trim().to_owned())
+        .collect();
+    assert_eq!(lines[0], "The pump is");
+    let asked = backend.reply_requests().pop().unwrap();
+    assert_eq!(asked.npc.as_str(), "rusty3");
+    assert!(
+        asked
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("The pump is"),
+        "{:?}",
+        asked.messages.last()
+    );
+    assert!(!asked.messages.iter().any(|m| m.content.contains("leaking")));
+}
