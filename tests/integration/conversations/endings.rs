@@ -153,3 +153,66 @@ fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
     );
     assert!(!asked.messages.iter().any(|m| m.content.contains("leaking")));
 }
+
+/// Found by the state-machine test: a line the next speaker had not taken yet,
+/// because it was still answering the player, was never heard by it when the game
+/// ended the conversation. Every participant hears every line, so it is heard then.
+#[test]
+fn a_line_waiting_for_a_busy_next_speaker_is_heard_when_the_game_ends_it() {
+    let backend = HeldBackend::new();
+    let held = backend.push_held(&["Let me "], "check the logs.");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    add_inbox::<ConversationLine>(&mut h.app);
+    add_inbox::<ConversationEnded>(&mut h.app);
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty3", persona("RUSTY-3"));
+    // ECHO-7 is mid-reply to the player when RUSTY-3 opens a conversation with it.
+    h.app
+        .world_mut()
+        .write_message(TalkToNpc::new("echo7", "Status report?"));
+    held.start.release();
+    h.run_until("ECHO-7 is mid-sentence", |world| {
+        !world
+            .resource::<crate::support::Inbox<NpcReplyDelta>>()
+            .0
+            .is_empty()
+    });
+    h.app
+        .world_mut()
+        .write_message(StartConversation::between(["rusty3", "echo7"]).max_turns(4));
+    h.run_until("RUSTY-3 opens", |world| {
+        !world
+            .resource::<crate::support::Inbox<ConversationLine>>()
+            .0
+            .is_empty()
+    });
+    let opening = h.inbox::<ConversationLine>()[0].text.to_string();
+    for _ in 0..5 {
+        h.app.update();
+    }
+    assert!(
+        !h.app.world().resource::<NpcConversations>().is_empty(),
+        "the opening waits for ECHO-7"
+    );
+    h.app
+        .world_mut()
+        .write_message(EndConversation::involving("rusty3"));
+    h.run_until("the conversation ends", |world| {
+        !world
+            .resource::<crate::support::Inbox<ConversationEnded>>()
+            .0
+            .is_empty()
+    });
+    let ended = h.inbox::<ConversationEnded>()[0].clone();
+    assert_eq!(ended.reason, ConversationEnd::Ended);
+    held.finish.release();
+    h.settle();
+    let echo = speaker_lines(&h, "echo7");
+    assert!(
+        echo.iter().any(|(role, who, text)| *role == Role::User
+            && who.as_deref() == Some("npc_rusty3")
+            && *text == opening),
+        "ECHO-7 never heard {opening:?}: {echo:?}"
+    );
+    assert_eq!(h.replies("echo7").len(), 1, "ECHO-7 answered only the player");
+}

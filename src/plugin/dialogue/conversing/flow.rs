@@ -209,8 +209,18 @@ impl Conversing<'_, '_> {
     /// The conversation at `at` ends.
     pub(super) fn end(&mut self, at: usize, reason: ConversationEnd) {
         let conv = self.conversations.running.remove(at);
-        if let Step::Speaking { turn, .. } = conv.step {
-            self.core.requests.end_background(turn);
+        match &conv.step {
+            Step::Speaking { turn, .. } => {
+                self.core.requests.end_background(*turn);
+            }
+            // The next speaker had not taken the last line yet (it was busy, or
+            // its turn was refused): it still hears it, as every participant
+            // hears every line. A load replaced its memory, which never held it.
+            Step::Deliver { to, line } if reason != ConversationEnd::Loaded => {
+                let now = self.clock.now();
+                self.hear(&conv.participants[*to], line, now);
+            }
+            Step::Deliver { .. } => {}
         }
         self.ended.write(ConversationEnded {
             id: conv.id,

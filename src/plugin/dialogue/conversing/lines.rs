@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bevy::prelude::*;
 
 use crate::memory::{
-    ConversationStop, Line, LogIndex, NpcId, Origin, Role, SpeakerId, estimate_tokens,
+    ConversationStop, Line, LogIndex, Now, NpcId, Origin, Role, SpeakerId, estimate_tokens,
 };
 use crate::plugin::conversations::{ConversationEnd, ConversationLine, Heard, Step};
 use crate::plugin::messages::{NpcReplyStarted, ReplyError};
@@ -219,6 +219,17 @@ impl Conversing<'_, '_> {
         (next, heard)
     }
 
+    /// Participant `npc` hears `heard` without answering it: the line enters its
+    /// log with its speaker.
+    pub(super) fn hear(&mut self, npc: &NpcId, heard: &Heard, now: Now) {
+        let Some(mut memory) = self.core.layers.get_mut(npc) else {
+            return;
+        };
+        let noted = memory.listen(Line::new(heard.text.clone()).by(&heard.speaker), now);
+        self.core.report_overflow(npc, noted.overflow);
+        self.core.send_summary(npc, noted.summary);
+    }
+
     /// Every participant but `place` (and `answerer`, who hears it as the line
     /// it answers) hears `heard`; bystanders witness it.
     fn pass_on(&mut self, at: usize, place: usize, heard: &Heard, answerer: Option<usize>) {
@@ -246,15 +257,7 @@ impl Conversing<'_, '_> {
         );
         let bystanders = conv.earshot.clone();
         for npc in &listeners {
-            let Some(mut memory) = self.core.layers.get_mut(npc) else {
-                continue;
-            };
-            let noted = memory.listen(
-                Line::new(heard.text.clone()).by(&heard.speaker),
-                now.clone(),
-            );
-            self.core.report_overflow(npc, noted.overflow);
-            self.core.send_summary(npc, noted.summary);
+            self.hear(npc, heard, now.clone());
         }
         for npc in &bystanders {
             let Some(mut memory) = self.core.layers.get_mut(npc) else {
