@@ -161,11 +161,7 @@ fn an_interrupted_line_is_heard_as_far_as_it_went_and_answered() {
 fn a_line_waiting_for_a_busy_next_speaker_is_heard_when_the_game_ends_it() {
     let backend = HeldBackend::new();
     let held = backend.push_held(&["Let me "], "check the logs.");
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
-    add_inbox::<ConversationLine>(&mut h.app);
-    add_inbox::<ConversationEnded>(&mut h.app);
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty3", persona("RUSTY-3"));
+    let mut h = held_harness(&backend);
     // ECHO-7 is mid-reply to the player when RUSTY-3 opens a conversation with it.
     h.app
         .world_mut()
@@ -214,5 +210,9 @@ fn a_line_waiting_for_a_busy_next_speaker_is_heard_when_the_game_ends_it() {
             && *text == opening),
         "ECHO-7 never heard {opening:?}: {echo:?}"
     );
-    assert_eq!(h.replies("echo7").len(), 1, "ECHO-7 answered only the player");
+    assert_eq!(
+        h.replies("echo7").len(),
+        1,
+        "ECHO-7 answered only the player"
+    );
 }

@@ -169,11 +169,7 @@ fn mid_sentence(
 ) -> (Harness, HeldBackend, crate::support::held::Held) {
     let backend = HeldBackend::new();
     let held = backend.push_held(pieces, rest);
-    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
-    add_inbox::<ConversationLine>(&mut h.app);
-    add_inbox::<ConversationEnded>(&mut h.app);
-    h.spawn("echo7", persona("ECHO-7"));
-    h.spawn("rusty3", persona("RUSTY-3"));
+    let mut h = held_harness(&backend);
     h.app
         .world_mut()
         .write_message(StartConversation::between(["echo7", "rusty3"]).max_turns(turns));
@@ -186,4 +182,14 @@ fn mid_sentence(
             >= 2
     });
     (h, backend, held)
+}
+
+/// ECHO-7 and RUSTY-3 on `backend`, with conversation lines and ends recorded.
+fn held_harness(backend: &HeldBackend) -> Harness {
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    add_inbox::<ConversationLine>(&mut h.app);
+    add_inbox::<ConversationEnded>(&mut h.app);
+    h.spawn("echo7", persona("ECHO-7"));
+    h.spawn("rusty3", persona("RUSTY-3"));
+    h
 }
