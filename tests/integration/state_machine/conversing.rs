@@ -10,7 +10,7 @@ use bevy_npc_memory::dialogue::NpcReplyStarted;
 use bevy_npc_memory::prelude::*;
 
 use super::backend::{Answer, tags};
-use super::play::{Play, Private};
+use super::play::Play;
 use super::steps::{PlayerJoins, Talks, Third};
 use crate::support::Inbox;
 
@@ -104,14 +104,7 @@ impl Play {
         };
         let tag = self.tag(if joins.private { 'p' } else { 's' });
         if joins.private {
-            for tag in [tag.clone(), format!("r:{tag}")] {
-                self.private.push(Private {
-                    tag,
-                    owner: npc,
-                    held_by: Vec::new(),
-                    co_op: false,
-                });
-            }
+            self.said_privately(&tag, npc, false);
         }
         let mut line = TalkToNpc::new(self.ids[npc].clone(), format!("⟦{tag}⟧ {}", joins.text));
         if joins.private {

@@ -311,6 +311,19 @@ impl Play {
         self.h.inbox::<M>().len()
     }
 
+    /// A line said privately to `owner` under `tag`: it, and every reply to it
+    /// (`r:` and its tag), must stay with that NPC.
+    pub(super) fn said_privately(&mut self, tag: &str, owner: usize, co_op: bool) {
+        for tag in [tag.to_owned(), format!("r:{tag}")] {
+            self.private.push(Private {
+                tag,
+                owner,
+                held_by: Vec::new(),
+                co_op,
+            });
+        }
+    }
+
     pub(super) fn tag(&mut self, kind: char) -> String {
         self.next_tag += 1;
         format!("{kind}{}", self.next_tag)
@@ -476,14 +489,7 @@ impl Play {
             self.co_op_tags.insert(tag.clone());
         }
         if private {
-            for tag in [tag.clone(), format!("r:{tag}")] {
-                self.private.push(Private {
-                    tag,
-                    owner: npc,
-                    held_by: Vec::new(),
-                    co_op,
-                });
-            }
+            self.said_privately(&tag, npc, co_op);
         }
         let answers = match reply {
             Reply::Say(words) => vec![Answer::Say(words.clone())],
