@@ -216,7 +216,7 @@ fn whole_answers_carry_their_calls_and_requests_without_actions_offer_no_tools()
 fn ask_to_open_a_door(
     server: &FakeLlm,
     config: &dyn Fn(&mut OpenAiConfig),
-) -> bevy_npc_memory::backends::ChatResponse {
+) -> Result<bevy_npc_memory::backends::ChatResponse, BackendError> {
     let mut settings = backend(server, true).config().clone();
     config(&mut settings);
     let mut request = reply_request("You are ECHO-7.", "Open the north door.");
@@ -225,13 +225,11 @@ fn ask_to_open_a_door(
         .enable_all()
         .build()
         .unwrap();
-    runtime
-        .block_on(
-            OpenAiBackend::new(settings)
-                .unwrap()
-                .complete(request, Progress::silent()),
-        )
-        .unwrap()
+    runtime.block_on(
+        OpenAiBackend::new(settings)
+            .unwrap()
+            .complete(request, Progress::silent()),
+    )
 }
 
 /// `Required` sends `tool_choice`; `Off` sends no tools; structured actions go as a
@@ -248,7 +246,7 @@ fn the_action_choice_and_structured_actions_shape_the_request() {
         .push(FakeReply::ok(words.clone()))
         .push(FakeReply::ok(words))
         .push(FakeReply::ok(structured.to_string()));
-    let ask = |config: &dyn Fn(&mut OpenAiConfig)| ask_to_open_a_door(&server, config);
+    let ask = |config: &dyn Fn(&mut OpenAiConfig)| ask_to_open_a_door(&server, config).unwrap();
     // Words come whole; the structured request streams in config but not on the wire.
     ask(&|c| {
         c.stream = false;
@@ -285,6 +283,50 @@ fn the_action_choice_and_structured_actions_shape_the_request() {
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
 }
 
+/// A structured call the token limit cut off (a small model can run on inside an
+/// unbounded string) is reported as the limit, as the local model reports it; cut
+/// off under the server's own limit, or broken for another reason, it is malformed.
+#[test]
+fn a_structured_call_cut_off_by_the_token_limit_says_so() {
+    let server = FakeLlm::start();
+    let answer = |content: &str, finish: &str| {
+        let body = json!({"choices": [{"message": {"content": content}, "finish_reason": finish}]});
+        FakeReply::ok(body.to_string())
+    };
+    let cut = r#"{"name": "open_door", "arguments": {"door": "north_door_1_door_2_door_3"#;
+    server
+        .push(answer(cut, "length"))
+        .push(answer(cut, "length"))
+        .push(answer(cut, "stop"));
+    let structured = |max_tokens: Option<u32>| {
+        ask_to_open_a_door(&server, &|c| {
+            c.structured_actions = true;
+            c.max_tokens = max_tokens;
+        })
+        .expect_err("a cut call is no call")
+    };
+
+    match structured(Some(96)) {
+        BackendError::MaxTokens { max_tokens, .. } => assert_eq!(max_tokens, 96),
+        other => panic!("expected the token limit, got {other:?}"),
+    }
+    match structured(None) {
+        BackendError::Malformed { reason, .. } => {
+            assert!(
+                reason.contains("the server's token limit cut it off"),
+                "{reason}"
+            )
+        }
+        other => panic!("expected malformed, got {other:?}"),
+    }
+    match structured(Some(96)) {
+        BackendError::Malformed { reason, .. } => {
+            assert!(!reason.contains("token limit"), "{reason}")
+        }
+        other => panic!("a call that stopped is malformed, got {other:?}"),
+    }
+}
+
 /// A server that returns tool calls anyway, under `ActionChoice::Off` or for an
 /// action the request never offered: the calls are dropped, never run, and the
 /// words are the reply.
@@ -312,6 +354,7 @@ fn calls_of_actions_not_offered_never_come_back() {
             c.stream = false;
             c.action_choice = choice;
         })
+        .unwrap()
     };
     let off = ask(ActionChoice::Off);
     assert!(off.action_calls.is_empty(), "{:?}", off.action_calls);

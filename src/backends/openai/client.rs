@@ -419,11 +419,25 @@ impl Inner {
     }
 
     /// A structured answer read as the call it must be. A server that ignored the
-    /// schema sent words, which are no call: malformed, and not retried.
+    /// schema sent words, which are no call: malformed, and not retried. A call the
+    /// token limit cut off says so, as the local model's does: a string argument
+    /// the schema leaves unbounded can run on until the limit.
     fn structured_call(&self, mut response: ChatResponse) -> Result<ChatResponse, BackendError> {
         if response.action_calls.is_empty() {
-            let call = structured::read_call(&response.content)
-                .map_err(|reason| self.malformed(reason).error)?;
+            let cut = response.finish_reason.as_deref() == Some("length");
+            let call = structured::read_call(&response.content).map_err(|reason| {
+                match (cut, self.config.max_tokens) {
+                    (true, Some(max_tokens)) => BackendError::MaxTokens {
+                        backend: self.config.provider.clone(),
+                        max_tokens,
+                    },
+                    (true, None) => {
+                        self.malformed(format!("{reason}; the server's token limit cut it off"))
+                            .error
+                    }
+                    (false, _) => self.malformed(reason).error,
+                }
+            })?;
             response.content.clear();
             response.action_calls.push(call);
             response.finish_reason = Some("tool_calls".to_owned());

@@ -189,7 +189,8 @@ pub struct OpenAiConfig {
     /// `{"name": ..., "arguments": ...}`, which the answer is read back from. For
     /// servers whose chat template cannot show tools, such as llama.cpp's
     /// `llama-server` with SmolLM2. Every answer to a request with actions is then
-    /// a call (unless `action_choice` is `Off`), and it is not streamed.
+    /// a call (unless `action_choice` is `Off`), and it is not streamed. A call
+    /// that `max_tokens` cut off fails as [`BackendError::MaxTokens`](crate::backends::BackendError::MaxTokens).
     pub structured_actions: bool,
     /// Retries and backoff.
     pub retry: RetryPolicy,
