@@ -20,20 +20,25 @@
 //! last fold and last compaction (a provider keeps every recent prefix, so a fold
 //! reuses the last fold's instruction even with a compaction sent in between).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use bevy_npc_memory::backends::OfflineBackend;
 use bevy_npc_memory::memory::{
-    FollowUps, NpcMemory, PersonaPrompt, PromptMessage, Role, SummaryJob, SummaryKind,
-    SummaryOutcome, estimate_prompt_tokens, estimate_tokens,
+    FollowUps, NpcMemory, Role, SummaryJob, SummaryKind, SummaryOutcome,
 };
 use serde_json::{Value, json};
 
-use crate::billing::{Bill, Provider};
-use crate::locomo::{Conversation, load, turn_text};
+use crate::billing::Provider;
+use crate::locomo::load;
 use crate::strategies::{full_history, memory_config};
+
+mod schedule;
+mod tally;
+
+pub use schedule::{PlannedLine, Rng, Script, schedule, scripts};
+pub use tally::cached_share;
+use tally::{Tally, report};
 
 /// The window of `basic` and `layered`, as in the LoCoMo benchmark (threshold 10).
 pub const WINDOW: usize = 20;
@@ -116,278 +121,6 @@ impl Strategy {
     }
 }
 
-/// One player line of the schedule.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PlannedLine {
-    /// The hour of play it falls in, from 0.
-    pub hour: usize,
-    /// Game time in seconds since the session started.
-    pub seconds: f64,
-    /// Which NPC it is said to.
-    pub npc: usize,
-}
-
-/// A small deterministic generator (SplitMix64), so runs repeat exactly.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A whole number in `lo..=hi`.
-    pub fn between(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next_u64() % (hi.saturating_sub(lo) as u64 + 1)) as usize
-    }
-}
-
-/// The player's path: every line, which hour it falls in and which NPC hears it.
-/// Conversations of `conversation_lines` lines with one NPC follow each other; the
-/// next NPC is drawn by the Zipf law, never the one just left (with two or more).
-pub fn schedule(settings: &Settings) -> Vec<PlannedLine> {
-    let npcs = settings.npcs.max(1);
-    let weights: Vec<f64> = (1..=npcs)
-        .map(|k| 1.0 / (k as f64).powf(settings.zipf))
-        .collect();
-    let total: f64 = weights.iter().sum();
-    let mut rng = Rng::new(settings.seed);
-    let pick = |rng: &mut Rng, current: Option<usize>| loop {
-        let mut target = rng.unit() * total;
-        let mut chosen = npcs - 1;
-        for (npc, weight) in weights.iter().enumerate() {
-            if target < *weight {
-                chosen = npc;
-                break;
-            }
-            target -= weight;
-        }
-        if npcs == 1 || Some(chosen) != current {
-            return chosen;
-        }
-    };
-    let lines = settings.hours * settings.lines_per_hour;
-    let step = 3600.0 / settings.lines_per_hour.max(1) as f64;
-    let (lo, hi) = settings.conversation_lines;
-    let mut plan = Vec::with_capacity(lines);
-    let (mut npc, mut left) = (pick(&mut rng, None), rng.between(lo.max(1), hi.max(lo)));
-    for k in 0..lines {
-        if left == 0 {
-            npc = pick(&mut rng, Some(npc));
-            left = rng.between(lo.max(1), hi.max(lo));
-        }
-        left -= 1;
-        plan.push(PlannedLine {
-            hour: k / settings.lines_per_hour,
-            seconds: (k as f64 + 0.5) * step,
-            npc,
-        });
-    }
-    plan
-}
-
-/// What one NPC says: its persona, and (player line, reply) pairs to go through.
-#[derive(Clone, Debug)]
-pub struct Script {
-    /// The NPC's persona, from its conversation's speakers.
-    pub persona: PersonaPrompt,
-    /// The player's turns, each with the NPC's turns that follow it.
-    pub pairs: Vec<(String, String)>,
-    /// Where this NPC starts in `pairs` (NPCs sharing a conversation start apart).
-    pub start: usize,
-}
-
-/// One [`Script`] per NPC: NPC `i` speaks conversation `i mod conversations`.
-pub fn scripts(records: &[Value], npcs: usize, file: &Path) -> Result<Vec<Script>, String> {
-    let mut by_conversation = Vec::new();
-    for record in records {
-        let conversation = Conversation::parse(record, file)?;
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        let mut open = false;
-        for turn in conversation.turns() {
-            let text = turn_text(turn);
-            if conversation.is_player(turn) {
-                match pairs.last_mut() {
-                    // The player spoke twice in a row: one line.
-                    Some((line, reply)) if open && reply.is_empty() => {
-                        line.push(' ');
-                        line.push_str(&text);
-                    }
-                    _ => pairs.push((text, String::new())),
-                }
-                open = true;
-            } else if open && let Some((_, reply)) = pairs.last_mut() {
-                if !reply.is_empty() {
-                    reply.push(' ');
-                }
-                reply.push_str(&text);
-            }
-        }
-        pairs.retain(|(_, reply)| !reply.is_empty());
-        if pairs.is_empty() {
-            return Err(format!(
-                "{}: conversation {}: no player line with a reply",
-                file.display(),
-                conversation.sample_id
-            ));
-        }
-        by_conversation.push((conversation.persona(), pairs));
-    }
-    if by_conversation.is_empty() {
-        return Err(format!("{}: no conversations", file.display()));
-    }
-    let count = by_conversation.len();
-    Ok((0..npcs)
-        .map(|npc| {
-            let (persona, pairs) = &by_conversation[npc % count];
-            Script {
-                persona: persona.clone(),
-                pairs: pairs.clone(),
-                start: (npc / count * 53) % pairs.len(),
-            }
-        })
-        .collect())
-}
-
-/// Requests, prompt tokens and completion tokens of one kind of request.
-#[derive(Clone, Debug, Default)]
-struct KindTally {
-    requests: u64,
-    prompt: u64,
-    completion: u64,
-}
-
-/// Everything counted for one strategy.
-#[derive(Clone, Debug)]
-struct Tally {
-    prompt_per_hour: Vec<u64>,
-    completion_per_hour: Vec<u64>,
-    requests_per_hour: Vec<u64>,
-    summary_prompt_per_hour: Vec<u64>,
-    uncached_per_hour: Vec<f64>,
-    uncached_short_ttl_per_hour: Vec<f64>,
-    /// Miss-equivalent tokens as each provider bills them.
-    bill: Bill,
-    /// The same for reply prompts alone: what the strategy would cost if its
-    /// summary requests were free.
-    reply_bill: Bill,
-    kinds: BTreeMap<&'static str, KindTally>,
-    per_npc_prompt: Vec<u64>,
-    reply_shares: Vec<f64>,
-    /// Reply prompt tokens, and those of them in a cacheable prefix.
-    reply_tokens: (f64, f64),
-    summary_shares: Vec<f64>,
-    max_reply_prompt: usize,
-    /// Per NPC, the previous request of each kind (reply, fold, compaction),
-    /// serialized, and when it was sent.
-    previous: Vec<[(String, f64); 3]>,
-}
-
-impl Tally {
-    fn new(npcs: usize, hours: usize, hit_price: f64) -> Self {
-        Self {
-            bill: Bill::new(hours, hit_price),
-            reply_bill: Bill::new(hours, hit_price),
-            prompt_per_hour: vec![0; hours],
-            completion_per_hour: vec![0; hours],
-            requests_per_hour: vec![0; hours],
-            summary_prompt_per_hour: vec![0; hours],
-            uncached_per_hour: vec![0.0; hours],
-            uncached_short_ttl_per_hour: vec![0.0; hours],
-            kinds: BTreeMap::new(),
-            per_npc_prompt: vec![0; npcs],
-            reply_shares: Vec::new(),
-            reply_tokens: (0.0, 0.0),
-            summary_shares: Vec::new(),
-            max_reply_prompt: 0,
-            previous: vec![Default::default(); npcs],
-        }
-    }
-
-    /// Counts one request of `kind` (`reply`, `summary`, `summary_facts`, `compaction`).
-    fn count(
-        &mut self,
-        (npc, hour, now): (usize, usize, f64),
-        kind: &'static str,
-        messages: &[PromptMessage],
-        completion: &str,
-    ) {
-        let prompt = estimate_prompt_tokens(messages);
-        let completion = estimate_tokens(completion);
-        let serialized = serde_json::to_string(messages).expect("messages serialize");
-        let slot = match kind {
-            "reply" => 0,
-            "compaction" => 2,
-            _ => 1,
-        };
-        // A provider reuses any prefix it still holds: the longest start shared with
-        // the NPC's last request of any kind, and for the short TTL of one sent
-        // within it.
-        let (mut share, mut short_share) = (0.0f64, 0.0f64);
-        for (previous, then) in &self.previous[npc] {
-            let common = cached_share(previous, &serialized);
-            share = share.max(common);
-            if now - then <= SHORT_CACHE_TTL {
-                short_share = short_share.max(common);
-            }
-        }
-        self.previous[npc][slot] = (serialized, now);
-        if kind == "reply" {
-            self.reply_shares.push(share);
-            self.reply_tokens.0 += prompt as f64;
-            self.reply_tokens.1 += prompt as f64 * share;
-            self.max_reply_prompt = self.max_reply_prompt.max(prompt);
-        } else {
-            self.summary_shares.push(share);
-            self.summary_prompt_per_hour[hour] += prompt as u64;
-        }
-        self.prompt_per_hour[hour] += prompt as u64;
-        self.completion_per_hour[hour] += completion as u64;
-        self.requests_per_hour[hour] += 1;
-        self.uncached_per_hour[hour] += prompt as f64 * (1.0 - share);
-        self.uncached_short_ttl_per_hour[hour] += prompt as f64 * (1.0 - short_share);
-        let prefix = (prompt as f64 * share).floor() as usize;
-        let short_prefix = (prompt as f64 * short_share).floor() as usize;
-        self.bill.add(hour, prompt, (prefix, short_prefix));
-        if kind == "reply" {
-            self.reply_bill.add(hour, prompt, (prefix, short_prefix));
-        }
-        self.per_npc_prompt[npc] += prompt as u64;
-        let entry = self.kinds.entry(kind).or_default();
-        entry.requests += 1;
-        entry.prompt += prompt as u64;
-        entry.completion += completion as u64;
-    }
-}
-
-/// The share of `current`'s bytes that start it exactly as `previous` starts.
-pub fn cached_share(previous: &str, current: &str) -> f64 {
-    if current.is_empty() {
-        return 0.0;
-    }
-    let common = previous
-        .bytes()
-        .zip(current.bytes())
-        .take_while(|(a, b)| a == b)
-        .count();
-    common as f64 / current.len() as f64
-}
-
 /// Answers a summary job and every job that follows from it with the offline
 /// backend, counting each request.
 fn summarize(
@@ -464,58 +197,6 @@ fn play(
         }
     }
     tally
-}
-
-fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        0.0
-    } else {
-        values.iter().sum::<f64>() / values.len() as f64
-    }
-}
-
-fn report(tally: &Tally, npcs: usize) -> Value {
-    let prompt: u64 = tally.prompt_per_hour.iter().sum();
-    let completion: u64 = tally.completion_per_hour.iter().sum();
-    let requests: u64 = tally.requests_per_hour.iter().sum();
-    let uncached: f64 = tally.uncached_per_hour.iter().sum();
-    let summary_tokens: u64 = tally
-        .kinds
-        .iter()
-        .filter(|(kind, _)| **kind != "reply")
-        .map(|(_, k)| k.prompt + k.completion)
-        .sum();
-    let all_tokens = prompt + completion;
-    let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
-    let mut all_shares = tally.reply_shares.clone();
-    all_shares.extend(&tally.summary_shares);
-    json!({
-        "tokens_per_hour": tally.prompt_per_hour,
-        "completion_tokens_per_hour": tally.completion_per_hour,
-        "requests_per_hour": tally.requests_per_hour,
-        "summary_prompt_tokens_per_hour": tally.summary_prompt_per_hour,
-        "uncached_tokens_per_hour": tally.uncached_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
-        "uncached_tokens_per_hour_5min": tally.uncached_short_ttl_per_hour.iter().map(|t| t.round()).collect::<Vec<_>>(),
-        "miss_equivalent_tokens_per_hour": tally.bill.report(),
-        "miss_equivalent_reply_tokens_per_hour": tally.reply_bill.report(),
-        "tokens_per_hour_per_npc": tally.prompt_per_hour.iter().map(|&t| t as f64 / npcs.max(1) as f64).collect::<Vec<_>>(),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "requests": requests,
-        "by_kind": tally.kinds.iter().map(|(kind, k)| (kind.to_string(), json!({
-            "requests": k.requests, "prompt_tokens": k.prompt, "completion_tokens": k.completion,
-        }))).collect::<serde_json::Map<_, _>>(),
-        "summary_share": share(summary_tokens as f64, all_tokens as f64),
-        "cache_prefix_share": {
-            "all": mean(&all_shares),
-            "replies": mean(&tally.reply_shares),
-            "summaries": mean(&tally.summary_shares),
-        },
-        "cached_token_share": share(prompt as f64 - uncached, prompt as f64),
-        "cached_reply_token_share": share(tally.reply_tokens.1, tally.reply_tokens.0),
-        "max_reply_prompt_tokens": tally.max_reply_prompt,
-        "per_npc_prompt_tokens": tally.per_npc_prompt,
-    })
 }
 
 /// Runs the session for every strategy on the LoCoMo file `data` and returns the
