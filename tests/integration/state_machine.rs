@@ -14,6 +14,7 @@
 mod backend;
 mod conversing;
 mod invariants;
+mod lifts;
 mod play;
 mod saves;
 mod steps;
@@ -106,7 +107,7 @@ fn a_follow_up_without_its_line_answers_the_line_that_called_the_action() {
             reply: steps::Reply::Act {
                 door: "north".into(),
                 valid: true,
-                unanswered: false,
+                lift: steps::Lift::No,
             },
             co_op,
         });
@@ -230,5 +231,41 @@ fn a_player_joins_a_conversation_privately_or_in_the_open() {
             !private,
             "the third NPC heard it: {private}"
         );
+    }
+}
+
+/// The game answers QUILL's lift call a frame later (or, on a slow frame, the
+/// call times out first: both are fine, as long as it comes to one end), and
+/// then answers it again, and a call never made: nothing comes of those.
+#[test]
+fn a_lift_call_comes_to_one_end_and_late_answers_change_nothing() {
+    use bevy_npc_memory::actions::NpcActed;
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    for lift in [steps::Lift::Answered, steps::Lift::NeverAnswered] {
+        play.run(&Step::Talk {
+            npc: 2,
+            text: "the lift, please".into(),
+            private: false,
+            by_entity: false,
+            reply: steps::Reply::Act {
+                door: "up".into(),
+                valid: true,
+                lift,
+            },
+            co_op: false,
+        });
+        play.check();
+    }
+    let acted = play.h.inbox::<NpcActed>();
+    let lifts: Vec<_> = acted.iter().filter(|a| a.name == "call_lift").collect();
+    assert_eq!(lifts.len(), 2, "{acted:?}");
+    assert_eq!(
+        lifts[1].outcome,
+        bevy_npc_memory::memory::ActionOutcome::Failed("timed out".into())
+    );
+    for pick in [0, 1, 2] {
+        play.run(&Step::AnswerLate { npc: 2, pick });
+        play.check();
     }
 }

@@ -130,10 +130,17 @@ impl ChatBackend for Stage {
                 }
                 Answer::Fail => Err(BackendError::Other("the stage is down".into())),
                 Answer::Hang => std::future::pending().await,
-                Answer::Call { action, arguments } => Ok(ChatResponse::calls(
-                    "",
-                    vec![ActionCall::new("call-1", action, arguments)],
-                )),
+                Answer::Call { action, arguments } => {
+                    // Ids never repeat, as a model's do not: a game's late answer
+                    // names one call only.
+                    static NEXT: std::sync::atomic::AtomicU64 =
+                        std::sync::atomic::AtomicU64::new(1);
+                    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(ChatResponse::calls(
+                        "",
+                        vec![ActionCall::new(format!("call-{id}"), action, arguments)],
+                    ))
+                }
             }
         })
     }

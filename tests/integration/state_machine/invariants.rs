@@ -51,6 +51,7 @@ impl Play {
                 );
             }
         }
+        self.check_lifts(self.acted_before);
         // Every state saves, and the save reads back equal.
         let save = self.current();
         save.validate().expect("the writer accepts the state");

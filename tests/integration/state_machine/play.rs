@@ -11,10 +11,12 @@ use bevy_npc_memory::saves::SaveGame;
 
 use super::backend::{Answer, Stage, tags};
 use super::conversing::Conversing;
-use super::steps::{Jump, NPCS, Reply, Scope, Step};
+use super::lifts::{self, LIFT_WAIT};
+use super::steps::{Jump, Lift, NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
 use bevy_npc_memory::NpcMemoryClock;
+use bevy_npc_memory::actions::NpcActed;
 use bevy_npc_memory::conversations::{ConversationEnded, ConversationLine, ConversationStarted};
 use bevy_npc_memory::dialogue::InterruptNpc;
 use bevy_npc_memory::dialogue::NpcReplyStarted;
@@ -29,7 +31,6 @@ use bevy_npc_memory::lore::AddLore;
 use bevy_npc_memory::lore::RemoveLore;
 use bevy_npc_memory::lore::UpdateLore;
 use bevy_npc_memory::memory::ActionOutcome;
-use bevy_npc_memory::memory::ActionReply;
 use bevy_npc_memory::memory::LoreEntry;
 use bevy_npc_memory::memory::LoreScope;
 use bevy_npc_memory::saves::MemoryRestoreFailed;
@@ -83,27 +84,12 @@ pub struct Play {
     /// Where autosave writes.
     pub(super) slot: PathBuf,
     pub(super) files: u64,
+    /// How many times NPCs had acted before the step.
+    pub(super) acted_before: usize,
 }
 
 fn open_door(call: In<ActionInvocation<OpenDoor>>) -> ActionOutcome {
     ActionOutcome::Done(format!("The {} door opens.", call.args.door))
-}
-
-/// Calls the lift, which the game never answers: the action times out.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct CallLift {
-    /// Which floor.
-    #[allow(dead_code)]
-    floor: u32,
-}
-
-impl NpcAction for CallLift {
-    const NAME: &'static str = "call_lift";
-    const DESCRIPTION: &'static str = "Call the lift to a floor.";
-}
-
-fn call_lift(_: In<ActionInvocation<CallLift>>) -> ActionReply {
-    ActionReply::Later
 }
 
 impl Play {
@@ -116,7 +102,7 @@ impl Play {
         // A deferred action nobody answers fails as timed out, soon.
         // A background NPC's summaries wait, briefly, so runs stay quick.
         let mut settings = NpcMemorySettings {
-            action_timeout: std::time::Duration::from_millis(20),
+            action_timeout: LIFT_WAIT,
             ..NpcMemorySettings::default()
         };
         settings.schedule.background_delay = std::time::Duration::from_millis(30);
@@ -128,9 +114,9 @@ impl Play {
                 .with_autosave(play_slot.clone()),
         );
         h.wait_secs = 30;
-        h.app
-            .register_npc_action(open_door)
-            .register_npc_action(call_lift);
+        h.app.register_npc_action(open_door);
+        lifts::install(&mut h.app);
+        add_inbox::<NpcActed>(&mut h.app);
         add_inbox::<MemoryRestored>(&mut h.app);
         add_inbox::<MemoryRestoreFailed>(&mut h.app);
         add_inbox::<KnowledgeShared>(&mut h.app);
@@ -184,6 +170,7 @@ impl Play {
             saves: Vec::new(),
             slot: play_slot,
             files: 0,
+            acted_before: 0,
         };
         let ids = play.ids.clone();
         play.h.run_until("every NPC has memory", |world| {
@@ -333,6 +320,7 @@ impl Play {
         self.before = (0..NPCS).map(|npc| self.log(npc)).collect();
         self.may_shrink = vec![false; NPCS];
         self.conversing = None;
+        self.acted_before = self.count::<NpcActed>();
         match step {
             Step::Talk {
                 npc,
@@ -463,6 +451,7 @@ impl Play {
                 self.h.app.update();
             }
             Step::Respawn { npc, stays_away } => self.respawn(*npc, *stays_away),
+            Step::AnswerLate { npc, pick } => self.answer_late(*npc, *pick),
             Step::Tier { npc, tier } => self.write(SetMemoryTier {
                 npc: self.ids[*npc].clone(),
                 tier: *tier,
@@ -497,10 +486,11 @@ impl Play {
             Reply::Interrupted => vec![Answer::Hang],
             Reply::Act {
                 door,
-                unanswered: true,
+                lift: lift @ (Lift::Answered | Lift::NeverAnswered),
                 ..
             } => {
-                let arguments = serde_json::json!({ "floor": door.chars().count() }).to_string();
+                let floor = lifts::floor(*lift == Lift::Answered, door);
+                let arguments = serde_json::json!({ "floor": floor }).to_string();
                 vec![
                     Answer::Call {
                         action: "call_lift",

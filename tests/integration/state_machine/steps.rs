@@ -51,12 +51,23 @@ pub enum Reply {
     /// Nothing, until the game interrupts the NPC.
     Interrupted,
     /// A call of the NPC's action (valid arguments or not), then words; or a call
-    /// of an action the game answers later, and never does: it times out.
+    /// of the lift, which the game answers later, or never (it times out).
     Act {
         door: String,
         valid: bool,
-        unanswered: bool,
+        lift: Lift,
     },
+}
+
+/// Whether an action call is of the lift, and whether the game answers it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Lift {
+    /// Not the lift: the door, answered at once.
+    No,
+    /// The game answers it a frame later.
+    Answered,
+    /// The game never answers it.
+    NeverAnswered,
 }
 
 /// Where a piece of lore is known.
@@ -234,11 +245,17 @@ pub enum Step {
         npc: usize,
         stays_away: bool,
     },
+    /// The game answers a lift call that no longer waits (`pick` chooses which
+    /// of those made so far), or one never made.
+    AnswerLate {
+        npc: usize,
+        pick: u8,
+    },
 }
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 25;
+    pub const KINDS: usize = 26;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -268,6 +285,7 @@ impl Step {
             Step::Clock { .. } => "clock",
             Step::Tier { .. } => "tier",
             Step::Respawn { .. } => "respawn",
+            Step::AnswerLate { .. } => "answer late",
         }
     }
 }
@@ -291,9 +309,16 @@ fn reply() -> impl Strategy<Value = Reply> {
         6 => text().prop_map(Reply::Say),
         1 => Just(Reply::Fail),
         1 => Just(Reply::Interrupted),
-        2 => (text(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(
-            |(door, valid, unanswered)| Reply::Act { door, valid, unanswered }
-        ),
+        2 => (text(), any::<bool>(), lift())
+            .prop_map(|(door, valid, lift)| Reply::Act { door, valid, lift }),
+    ]
+}
+
+fn lift() -> impl Strategy<Value = Lift> {
+    prop_oneof![
+        8 => Just(Lift::No),
+        1 => Just(Lift::Answered),
+        1 => Just(Lift::NeverAnswered),
     ]
 }
 
@@ -416,6 +441,7 @@ impl ReferenceStateMachine for Model {
             2 => talks().prop_map(Step::Converse),
             1 => (npc(), prop::bool::weighted(0.2))
                 .prop_map(|(npc, stays_away)| Step::Respawn { npc, stays_away }),
+            1 => (npc(), any::<u8>()).prop_map(|(npc, pick)| Step::AnswerLate { npc, pick }),
         ]
         .boxed()
     }
