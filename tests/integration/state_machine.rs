@@ -269,3 +269,42 @@ fn a_lift_call_comes_to_one_end_and_late_answers_change_nothing() {
         play.check();
     }
 }
+
+/// The game loads damaged files: a fresh one of each kind fails and changes
+/// nothing; its autosave slot, damaged on disk, loads its backup, or without one
+/// fails and pauses autosave. After the game resumes autosave on the path, the
+/// slot holds the memory in use.
+#[test]
+fn a_damaged_file_changes_nothing_and_autosave_resumes_on_the_slot() {
+    use steps::{Damage, Target};
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let talk = |npc: usize, text: &str| Step::Talk {
+        npc,
+        text: text.into(),
+        private: false,
+        by_entity: false,
+        reply: steps::Reply::Say("noted".into()),
+        co_op: false,
+    };
+    let damaged = |target, damage| Step::LoadDamaged { target, damage };
+    let steps = [
+        talk(0, "the reactor hums"),
+        talk(1, "the pipes rattle"),
+        Step::Save,
+        damaged(Target::Fresh, Damage::Garbage),
+        damaged(Target::Fresh, Damage::Foreign),
+        damaged(Target::Fresh, Damage::Cut(0.5)),
+        talk(0, "the door sticks"),
+        damaged(Target::Slot, Damage::Foreign),
+        talk(2, "the lift is slow"),
+        damaged(Target::SlotAndBackup, Damage::Cut(0.3)),
+        talk(1, "the vents whistle"),
+        damaged(Target::SlotAndBackup, Damage::Garbage),
+        Step::Kill { cut: 1.0 },
+    ];
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+}

@@ -452,6 +452,7 @@ impl Play {
             }
             Step::Respawn { npc, stays_away } => self.respawn(*npc, *stays_away),
             Step::AnswerLate { npc, pick } => self.answer_late(*npc, *pick),
+            Step::LoadDamaged { target, damage } => self.load_damaged(*target, damage),
             Step::Tier { npc, tier } => self.write(SetMemoryTier {
                 npc: self.ids[*npc].clone(),
                 tier: *tier,

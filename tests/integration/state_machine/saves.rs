@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use bevy::prelude::*;
 use bevy_npc_memory::prelude::*;
-use bevy_npc_memory::saves::{SaveGame, backup_path, journal_path};
+use bevy_npc_memory::saves::{ResumeAutosave, SaveFormat, SaveGame, backup_path, journal_path};
 
 use super::play::Play;
-use super::steps::NPCS;
+use super::steps::{Damage, NPCS, Target};
 use crate::support::Inbox;
 use bevy_npc_memory::saves::MemoryRestoreFailed;
 use bevy_npc_memory::saves::MemoryRestored;
@@ -115,6 +115,59 @@ impl Play {
         self.may_shrink = vec![true; NPCS];
         self.private_as_loaded();
         self.slot = copy;
+    }
+}
+
+impl Play {
+    /// The game loads a damaged file: a fresh one, or its autosave slot damaged on
+    /// disk, with or without its backup. What has no backup fails and changes
+    /// nothing (and pauses autosave on that path); the slot loads its backup
+    /// instead. Either way the game then resumes autosave on that path, and the
+    /// slot comes to hold the memory in use.
+    pub(super) fn load_damaged(&mut self, target: Target, damage: &Damage) {
+        let slot = target != Target::Fresh;
+        let path = if slot {
+            self.slot.clone()
+        } else {
+            self.file("damaged")
+        };
+        if target == Target::SlotAndBackup {
+            let backup = backup_path(&path);
+            for file in [journal_path(&backup), backup] {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+        let bytes = match damage {
+            Damage::Garbage => b"\x00\xffnot a save at all".to_vec(),
+            Damage::Foreign => br#"{"player": "Alex", "level": 3, "npcs": "none"}"#.to_vec(),
+            Damage::Cut(share) => {
+                let whole = self.current().to_bytes(SaveFormat::Json).unwrap();
+                whole[..(whole.len() as f64 * share) as usize].to_vec()
+            }
+        };
+        std::fs::write(&path, bytes).unwrap();
+        let loaded = self.count::<MemoryLoaded>();
+        self.h.load_from(&path);
+        if self.count::<MemoryLoaded>() > loaded {
+            assert!(slot, "a damaged file with no backup loaded: {path:?}");
+            self.may_shrink = vec![true; NPCS];
+            self.private_as_loaded();
+        } else {
+            for npc in 0..NPCS {
+                assert_eq!(
+                    self.log(npc),
+                    self.before[npc],
+                    "a failed load changed NPC {npc}'s log"
+                );
+            }
+        }
+        self.write(ResumeAutosave::new(path));
+        let slot = self.slot.clone();
+        let expected = self.current().npcs;
+        self.h
+            .run_until("the autosave slot holds the memory in use", |_| {
+                SaveGame::read_from(&slot, u64::MAX).is_ok_and(|(_, save)| save.npcs == expected)
+            });
     }
 }
 

@@ -59,6 +59,28 @@ pub enum Reply {
     },
 }
 
+/// Which file the game loads damaged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// A file of its own.
+    Fresh,
+    /// The autosave slot; its backup is whole.
+    Slot,
+    /// The autosave slot, its backup gone.
+    SlotAndBackup,
+}
+
+/// How a file the game loads is damaged.
+#[derive(Clone, Debug)]
+pub enum Damage {
+    /// Not a save at all.
+    Garbage,
+    /// Another program's JSON.
+    Foreign,
+    /// The memory in use, saved and cut at this share of its bytes.
+    Cut(f64),
+}
+
 /// Whether an action call is of the lift, and whether the game answers it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Lift {
@@ -245,6 +267,12 @@ pub enum Step {
         npc: usize,
         stays_away: bool,
     },
+    /// The game loads a damaged file, a fresh one or its autosave slot, then
+    /// resumes autosave on it.
+    LoadDamaged {
+        target: Target,
+        damage: Damage,
+    },
     /// The game answers a lift call that no longer waits (`pick` chooses which
     /// of those made so far), or one never made.
     AnswerLate {
@@ -255,7 +283,7 @@ pub enum Step {
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 26;
+    pub const KINDS: usize = 27;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -286,6 +314,7 @@ impl Step {
             Step::Tier { .. } => "tier",
             Step::Respawn { .. } => "respawn",
             Step::AnswerLate { .. } => "answer late",
+            Step::LoadDamaged { .. } => "load damaged",
         }
     }
 }
@@ -311,6 +340,22 @@ fn reply() -> impl Strategy<Value = Reply> {
         1 => Just(Reply::Interrupted),
         2 => (text(), any::<bool>(), lift())
             .prop_map(|(door, valid, lift)| Reply::Act { door, valid, lift }),
+    ]
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        Just(Target::Fresh),
+        Just(Target::Slot),
+        Just(Target::SlotAndBackup),
+    ]
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        Just(Damage::Garbage),
+        Just(Damage::Foreign),
+        (0.0..1.0f64).prop_map(Damage::Cut),
     ]
 }
 
@@ -442,6 +487,8 @@ impl ReferenceStateMachine for Model {
             1 => (npc(), prop::bool::weighted(0.2))
                 .prop_map(|(npc, stays_away)| Step::Respawn { npc, stays_away }),
             1 => (npc(), any::<u8>()).prop_map(|(npc, pick)| Step::AnswerLate { npc, pick }),
+            1 => (target(), damage())
+                .prop_map(|(target, damage)| Step::LoadDamaged { target, damage }),
         ]
         .boxed()
     }
