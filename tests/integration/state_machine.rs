@@ -308,3 +308,73 @@ fn a_damaged_file_changes_nothing_and_autosave_resumes_on_the_slot() {
         play.check();
     }
 }
+
+/// The autosave slot, damaged, loads its backup, and the NPC's live persona is
+/// applied again (live personas win over saved ones): under its settings (ECHO-7's
+/// window 4, threshold 2) rather than the run-time ones (layered, 1,382 tokens), a
+/// summary falls due and changes the memory in use after the load. Autosave writes
+/// that too. Found by state_machine_long: the check compared the slot with the
+/// memory as the load left it, and waited for ever.
+#[test]
+fn a_summary_due_after_a_backup_loads_reaches_the_slot() {
+    use steps::{Damage, Lift, Reply, Target};
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let talk = |text: &str, private: bool, co_op: bool, reply: Reply| Step::Talk {
+        npc: 0,
+        text: text.into(),
+        private,
+        by_entity: true,
+        reply,
+        co_op,
+    };
+    let say = |words: &str| Reply::Say(words.into());
+    let steps = [
+        Step::Reconfigure {
+            npc: 0,
+            window: 5,
+            budget: Some(1382),
+        },
+        talk("where is the key", true, true, say("")),
+        talk(
+            "open the north door",
+            false,
+            true,
+            Reply::Act {
+                door: "north".into(),
+                valid: false,
+                lift: Lift::No,
+            },
+        ),
+        talk(
+            "the generator coughed twice before it died, and the lights went red",
+            true,
+            true,
+            say("I logged both coughs and the time the lights changed colour."),
+        ),
+        talk(
+            "the vents on level two smell of ozone and something burnt underneath",
+            false,
+            false,
+            say("Noted: ozone on level two."),
+        ),
+        Step::Witness {
+            witnesses: vec![0, 1],
+            text: "the lift shudders".into(),
+        },
+        talk("keep this between us", true, false, say("Kept.")),
+        Step::LoadDamaged {
+            target: Target::Slot,
+            damage: Damage::Foreign,
+        },
+    ];
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+    let summary = play.current().npcs[0].memory.summary.clone();
+    assert!(
+        summary.contains("⟦w5⟧"),
+        "the summary fell due: {summary:?}"
+    );
+}

@@ -162,11 +162,17 @@ impl Play {
             }
         }
         self.write(ResumeAutosave::new(path));
+        // The memory in use may still change after a load (a summary the loaded
+        // memory makes due), so the slot is compared with it as it is each frame.
         let slot = self.slot.clone();
-        let expected = self.current().npcs;
         self.h
-            .run_until("the autosave slot holds the memory in use", |_| {
-                SaveGame::read_from(&slot, u64::MAX).is_ok_and(|(_, save)| save.npcs == expected)
+            .run_until("the autosave slot holds the memory in use", |world| {
+                let in_use = world.resource::<NpcMemorySnapshot>();
+                !in_use.is_pending()
+                    && in_use.save().is_ok_and(|in_use| {
+                        SaveGame::read_from(&slot, u64::MAX)
+                            .is_ok_and(|(_, save)| save.npcs == in_use.npcs)
+                    })
             });
     }
 }
