@@ -16,6 +16,7 @@ mod conversing;
 mod invariants;
 mod lifts;
 mod play;
+mod replay;
 mod saves;
 mod steps;
 

@@ -12,6 +12,7 @@ use bevy_npc_memory::saves::SaveGame;
 use super::backend::{Answer, Stage, tags};
 use super::conversing::Conversing;
 use super::lifts::{self, LIFT_WAIT};
+use super::replay::Played;
 use super::steps::{Jump, Lift, NPCS, Reply, Scope, Step};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
@@ -86,6 +87,17 @@ pub struct Play {
     pub(super) files: u64,
     /// How many times NPCs had acted before the step.
     pub(super) acted_before: usize,
+    /// What this run played, kept as JSON if it fails.
+    played: Played,
+}
+
+/// A run that fails keeps its sequence, to be played again (see `replay.rs`).
+impl Drop for Play {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.played.keep();
+        }
+    }
 }
 
 fn open_door(call: In<ActionInvocation<OpenDoor>>) -> ActionOutcome {
@@ -96,6 +108,10 @@ impl Play {
     pub fn new(ids: &[String]) -> Self {
         static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let played = Played {
+            ids: ids.to_vec(),
+            steps: Vec::new(),
+        };
         let dir = temp_dir(&format!("state-machine-{run}"));
         let stage = Stage::default();
         let play_slot = dir.join("auto.json");
@@ -171,6 +187,7 @@ impl Play {
             slot: play_slot,
             files: 0,
             acted_before: 0,
+            played,
         };
         let ids = play.ids.clone();
         play.h.run_until("every NPC has memory", |world| {
@@ -317,6 +334,7 @@ impl Play {
     }
 
     pub fn run(&mut self, step: &Step) {
+        self.played.steps.push(step.clone());
         self.before = (0..NPCS).map(|npc| self.log(npc)).collect();
         self.may_shrink = vec![false; NPCS];
         self.conversing = None;

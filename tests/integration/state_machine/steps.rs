@@ -4,6 +4,7 @@ use bevy_npc_memory::prelude::NpcId;
 use bevy_npc_memory::schedule::MemoryTier;
 use proptest::prelude::*;
 use proptest_state_machine::ReferenceStateMachine;
+use serde::{Deserialize, Serialize};
 
 /// How many NPCs a run has. The first is basic (ECHO-7's window 4, threshold 2),
 /// the second layered, the third basic with an action.
@@ -42,7 +43,7 @@ fn ids() -> impl Strategy<Value = Vec<String>> {
 }
 
 /// How the backend answers a line.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Reply {
     /// Words, streamed.
     Say(String),
@@ -60,7 +61,7 @@ pub enum Reply {
 }
 
 /// Which file the game loads damaged.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Target {
     /// A file of its own.
     Fresh,
@@ -71,7 +72,7 @@ pub enum Target {
 }
 
 /// How a file the game loads is damaged.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Damage {
     /// Not a save at all.
     Garbage,
@@ -82,7 +83,7 @@ pub enum Damage {
 }
 
 /// Whether an action call is of the lift, and whether the game answers it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Lift {
     /// Not the lift: the door, answered at once.
     No,
@@ -93,14 +94,14 @@ pub enum Lift {
 }
 
 /// Where a piece of lore is known.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum Scope {
     World,
     Npc(usize),
 }
 
 /// How the game moves the memory clock.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum Jump {
     /// On by this many seconds: a few, or past the pause that ends a
     /// conversation, or days.
@@ -110,7 +111,7 @@ pub enum Jump {
 }
 
 /// Where the third NPC is while the other two talk.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum Third {
     /// Away: it hears nothing.
     Away,
@@ -121,7 +122,7 @@ pub enum Third {
 }
 
 /// A conversation among NPCs, as the game starts it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Talks {
     pub first: usize,
     pub second: usize,
@@ -162,7 +163,7 @@ impl Talks {
 }
 
 /// The player joins a conversation among NPCs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PlayerJoins {
     pub text: String,
     pub private: bool,
@@ -171,7 +172,7 @@ pub struct PlayerJoins {
 }
 
 /// One public operation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Step {
     Talk {
         npc: usize,
