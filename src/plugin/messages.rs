@@ -137,7 +137,9 @@ impl SummarizeNow {
 /// Changes one NPC's window, threshold and limits while the game runs, e.g. from a
 /// debug panel. The window shrinks at once, but uncovered messages stay until a
 /// summary covers them; a lower threshold may start a summary right away. A persona
-/// that sets its own sizes applies them again when it is edited or respawned.
+/// that sets its own sizes applies them again when it is edited or respawned, and
+/// when a save is loaded or a snapshot restored (live personas win over saved
+/// ones), which may make a summary due at once.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]
