@@ -373,9 +373,12 @@ fn a_summary_due_after_a_backup_loads_reaches_the_slot() {
         play.run(step);
         play.check();
     }
-    let summary = play.current().npcs[0].memory.summary.clone();
-    assert!(
-        summary.contains("⟦w5⟧"),
-        "the summary fell due: {summary:?}"
-    );
+    let npc = bevy_npc_memory::prelude::NpcId::new("a");
+    play.h.run_until("the summary the load made due", |world| {
+        let memory = world.resource::<bevy_npc_memory::prelude::ContextMemoryManager>();
+        memory
+            .get(&npc)
+            .is_some_and(|memory| memory.summary().contains("⟦w5⟧"))
+    });
+    play.wait_for_slot_to_hold_memory_in_use();
 }

@@ -162,8 +162,13 @@ impl Play {
             }
         }
         self.write(ResumeAutosave::new(path));
-        // The memory in use may still change after a load (a summary the loaded
-        // memory makes due), so the slot is compared with it as it is each frame.
+        self.wait_for_slot_to_hold_memory_in_use();
+    }
+
+    /// Waits until the autosave slot on disk holds the memory in use. That memory
+    /// may still change after a load (a summary the loaded memory makes due), so
+    /// the slot is compared with it as it is each frame.
+    pub(super) fn wait_for_slot_to_hold_memory_in_use(&mut self) {
         let slot = self.slot.clone();
         self.h
             .run_until("the autosave slot holds the memory in use", |world| {
