@@ -13,6 +13,7 @@
 
 mod backend;
 mod conversing;
+mod imports;
 mod invariants;
 mod lifts;
 mod play;
@@ -381,4 +382,45 @@ fn a_summary_due_after_a_backup_loads_reaches_the_slot() {
             .is_some_and(|memory| memory.summary().contains("⟦w5⟧"))
     });
     play.wait_for_slot_to_hold_memory_in_use();
+}
+
+/// An import of the original game's Unity save replaces one NPC's memory as a
+/// clear would: the line in flight to the memory replaced ends silently, the line
+/// waiting behind it is handed back as cancelled, and the summary asked for in the
+/// same frame never lands on the imported memory. A damaged file changes nothing.
+#[test]
+fn an_import_ends_what_was_asked_of_the_memory_it_replaced() {
+    use steps::{Damage, Reply};
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let import = |npc, damage| Step::ImportUnity {
+        npc,
+        lines: vec![
+            "Hello, I'm Alex.".into(),
+            "Logged.".into(),
+            "नमस्ते, मैं एलेक्स हूँ".into(),
+        ],
+        summary: "The player is Alex.".into(),
+        counter: 1,
+        damage,
+        during: 2,
+        summarize: true,
+    };
+    let steps = [
+        Step::Talk {
+            npc: 0,
+            text: "the reactor hums".into(),
+            private: false,
+            by_entity: false,
+            reply: Reply::Say("noted".into()),
+            co_op: false,
+        },
+        import(0, None),
+        import(1, Some(Damage::Cut(0.5))),
+        import(2, None),
+    ];
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
 }

@@ -179,11 +179,12 @@ pub(crate) fn apply_tiers(mut tiers: Tiers) {
     }
 }
 
-/// A memory was put in place from outside (imported): if its persona sets
-/// memory per tier, it gets the settings of the NPC's tier now, not those it
-/// was saved with.
+/// A memory was put in place from outside (imported): what was asked of the
+/// memory it replaced ends, and if its persona sets memory per tier, it gets the
+/// settings of the NPC's tier now, not those it was saved with.
 pub(crate) fn settle_imports(mut tiers: Tiers) {
     for npc in tiers.changes.loads.take_imports() {
+        tiers.changes.imported(&npc);
         let tier = tiers.scheduler.tier(&npc);
         if let Some(config) = tiers.bindings.tiers.current(&npc, tier) {
             tiers.changes.reconfigure(&npc, &config);

@@ -52,15 +52,29 @@ impl Reconfigure<'_, '_> {
     /// Forgets the NPC's memory; requests in flight and waiting lines are cancelled,
     /// lines held for a load in flight too (they were said to the memory cleared).
     pub(crate) fn clear(&mut self, npc: &NpcId) {
-        self.core.cancel(npc);
+        self.end_what_was_asked(npc);
         for line in self.loads.take_held(npc) {
             self.core
                 .reject(npc, ReplyError::Cancelled, None, line.text);
         }
-        self.loads.cancel_recall(npc);
         if let Some(mut layers) = self.core.layers.get_mut(npc) {
             layers.clear();
         }
+    }
+
+    /// The NPC's memory was replaced by an import: what was asked of the memory
+    /// replaced ends as on a clear. Lines held for a load in flight stay held:
+    /// that load replaces the imported memory too, and answers them.
+    pub(crate) fn imported(&mut self, npc: &NpcId) {
+        self.end_what_was_asked(npc);
+    }
+
+    /// Cancels the NPC's requests (a reply in flight ends silently, waiting lines
+    /// are handed back as cancelled) and drops what was derived from its memory:
+    /// a recall index being built, and the backends' state.
+    fn end_what_was_asked(&mut self, npc: &NpcId) {
+        self.core.cancel(npc);
+        self.loads.cancel_recall(npc);
         self.core.requests.forget_backend_state(Some(npc));
     }
 }

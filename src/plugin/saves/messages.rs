@@ -92,6 +92,14 @@ impl ResumeAutosave {
 }
 
 /// Import the original ECHO-7 game's Unity `savegame.json` layout into one NPC's memory.
+///
+/// The file is read and the memory built off the main thread; once it is in place,
+/// [`MemoryLoaded`] names the NPC, or [`MemoryLoadFailed`] says why the file could not
+/// be used, and the NPC's memory is unchanged. The imported memory replaces the
+/// NPC's as [`ClearNpcMemory`](crate::prelude::ClearNpcMemory) would: a reply in
+/// flight ends silently, and lines waiting for the NPC fail with
+/// [`ReplyError::Cancelled`](crate::prelude::ReplyError::Cancelled), the text in
+/// `unrecorded_line`. They were said to the memory replaced.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

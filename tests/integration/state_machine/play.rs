@@ -471,6 +471,21 @@ impl Play {
             Step::Respawn { npc, stays_away } => self.respawn(*npc, *stays_away),
             Step::AnswerLate { npc, pick } => self.answer_late(*npc, *pick),
             Step::LoadDamaged { target, damage } => self.load_damaged(*target, damage),
+            Step::ImportUnity {
+                npc,
+                lines,
+                summary,
+                counter,
+                damage,
+                during,
+                summarize,
+            } => self.import_unity(
+                *npc,
+                lines,
+                (summary, *counter),
+                damage.as_ref(),
+                (*during, *summarize),
+            ),
             Step::Tier { npc, tier } => self.write(SetMemoryTier {
                 npc: self.ids[*npc].clone(),
                 tier: *tier,

@@ -15,7 +15,7 @@ use bevy_npc_memory::saves::MemoryRestored;
 use bevy_npc_memory::saves::NpcMemorySnapshot;
 
 impl Play {
-    fn file(&mut self, name: &str) -> PathBuf {
+    pub(super) fn file(&mut self, name: &str) -> PathBuf {
         self.files += 1;
         let folder = self.dir.join(format!("{name}-{}", self.files));
         std::fs::create_dir_all(&folder).unwrap();

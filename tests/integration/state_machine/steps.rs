@@ -274,6 +274,20 @@ pub enum Step {
         target: Target,
         damage: Damage,
     },
+    /// The game imports the original game's Unity save into one NPC: lines
+    /// alternating player and NPC, a summary with the count of lines after it, as
+    /// that game wrote them, or the file damaged. In the same frame the game may
+    /// ask the NPC for a summary, and (for a whole file) say `during` lines to it,
+    /// the first of which the model never answers.
+    ImportUnity {
+        npc: usize,
+        lines: Vec<String>,
+        summary: String,
+        counter: u8,
+        damage: Option<Damage>,
+        during: u8,
+        summarize: bool,
+    },
     /// The game answers a lift call that no longer waits (`pick` chooses which
     /// of those made so far), or one never made.
     AnswerLate {
@@ -284,7 +298,7 @@ pub enum Step {
 
 impl Step {
     /// How many kinds of step there are.
-    pub const KINDS: usize = 27;
+    pub const KINDS: usize = 28;
 
     /// The step's kind, for counting what a run covered.
     pub fn kind(&self) -> &'static str {
@@ -316,6 +330,7 @@ impl Step {
             Step::Respawn { .. } => "respawn",
             Step::AnswerLate { .. } => "answer late",
             Step::LoadDamaged { .. } => "load damaged",
+            Step::ImportUnity { .. } => "import unity",
         }
     }
 }
@@ -490,6 +505,26 @@ impl ReferenceStateMachine for Model {
             1 => (npc(), any::<u8>()).prop_map(|(npc, pick)| Step::AnswerLate { npc, pick }),
             1 => (target(), damage())
                 .prop_map(|(target, damage)| Step::LoadDamaged { target, damage }),
+            1 => (
+                npc(),
+                prop::collection::vec(text(), 0..6),
+                (text(), 0..8u8),
+                prop::option::weighted(0.2, damage()),
+                (0..3u8, any::<bool>())
+            )
+                .prop_map(
+                    |(npc, lines, (summary, counter), damage, (during, summarize))| {
+                        Step::ImportUnity {
+                            npc,
+                            lines,
+                            summary,
+                            counter,
+                            damage,
+                            during,
+                            summarize,
+                        }
+                    }
+                ),
         ]
         .boxed()
     }
