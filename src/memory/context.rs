@@ -178,6 +178,10 @@ pub struct ContextMemory {
     pub(crate) composed: ComposedPrompt,
     /// How prompts write dates: the format of the latest event ([`Now`](super::Now)).
     pub(crate) dates: DateFormat,
+    /// The line the reply being asked for answers: the newest line to the NPC when
+    /// its prompt was built. Another NPC's line may arrive before the reply does
+    /// (in a conversation), and the reply is as private as the line it answered.
+    pub(crate) answering: Option<LogIndex>,
 }
 
 impl ContextMemory {
@@ -204,6 +208,7 @@ impl ContextMemory {
             composed: ComposedPrompt::default(),
             forgetting_compaction: false,
             dates: DateFormat::default(),
+            answering: None,
         }
     }
 

@@ -79,10 +79,13 @@ impl Withheld {
     pub(crate) fn from(log: &ChatLog, addressee: Option<&SpeakerId>, facts: &PinnedFacts) -> Self {
         let among_npcs = addressee.is_some_and(SpeakerId::is_among_npcs);
         let mut withheld = Vec::new();
-        // A reply is as private as the line it answers, and belongs to its speaker.
+        // A reply is as private as the line it answers, and belongs to its
+        // speaker. A private reply answers the newest private line before it:
+        // players' lines enter the log one turn at a time, so only another NPC's
+        // line (in a conversation) can come between a private line and its reply.
         let mut speaker_of_line: Option<&SpeakerId> = None;
         for message in log.messages() {
-            if is_line_to_npc(message) {
+            if is_line_to_npc(message) && message.origin == Origin::SaidPrivately {
                 speaker_of_line = message.speaker.as_ref();
             }
             if among_npcs && message.origin.is_private_hearsay() {

@@ -236,6 +236,41 @@ fn a_player_joins_a_conversation_privately_or_in_the_open() {
     }
 }
 
+/// The player joins a conversation and tells RUSTY-3 something privately; ECHO-7's
+/// next line reaches RUSTY-3's log before RUSTY-3's reply to the player does. The
+/// reply is still the player's alone: a prompt RUSTY-3 answers the co-op player
+/// from leaves it out. (Found by state_machine_long: the reply took its privacy
+/// from ECHO-7's line, the newest in the log, and reached that prompt.)
+#[test]
+fn a_private_reply_in_a_conversation_stays_private_after_another_npc_speaks() {
+    use steps::{PlayerJoins, Reply, Third};
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let mut talks = Talks::between(1, 0, "the pumps", 2);
+    talks.third = Third::Away;
+    talks.end_early = true;
+    talks.player = Some(PlayerJoins {
+        text: "the code is 4471".into(),
+        private: true,
+        to_second: false,
+    });
+    let steps = [
+        Step::Converse(talks),
+        Step::Talk {
+            npc: 1,
+            text: "what did the player tell you?".into(),
+            private: true,
+            by_entity: true,
+            reply: Reply::Say("nothing".into()),
+            co_op: true,
+        },
+    ];
+    for step in &steps {
+        play.run(step);
+        play.check();
+    }
+}
+
 /// The game answers QUILL's lift call a frame later (or, on a slow frame, the
 /// call times out first: both are fine, as long as it comes to one end), and
 /// then answers it again, and a call never made: nothing comes of those.

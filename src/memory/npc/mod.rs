@@ -227,15 +227,24 @@ impl LayersMut<'_> {
         }
     }
 
-    /// A reply to a private line may repeat it, so it is as private as the line.
-    fn reply_origin(&self) -> Origin {
-        match self
-            .log
-            .messages()
-            .iter()
-            .rev()
-            .find(|m| knowledge::is_line_to_npc(m))
-        {
+    /// A reply to a private line may repeat it, so it is as private as the line:
+    /// the one its prompt answered, though another NPC may have spoken since; the
+    /// newest line to the NPC when no prompt was built for it.
+    fn reply_origin(&mut self) -> Origin {
+        let log = &self.log;
+        let answered = self
+            .context
+            .answering
+            .take()
+            .and_then(|index| log.get(index))
+            .filter(|m| knowledge::is_line_to_npc(m));
+        let line = answered.or_else(|| {
+            log.messages()
+                .iter()
+                .rev()
+                .find(|m| knowledge::is_line_to_npc(m))
+        });
+        match line {
             Some(line) if line.origin == Origin::SaidPrivately => Origin::SaidPrivately,
             _ => Origin::Said,
         }

@@ -257,3 +257,28 @@ fn a_private_line_said_in_company_reaches_its_own_prompt() {
     let messages = layers.say(Line::new(SECRET).privately(), 5.0).messages;
     assert!(mentions_secret(&messages), "{messages:#?}");
 }
+
+/// Another NPC may speak (in a conversation) while the NPC answers a private
+/// line: the reply is as private as the line its prompt answered, and belongs to
+/// that line's speaker, though the other NPC's line came in between.
+#[test]
+fn a_reply_to_a_private_line_stays_private_when_another_npc_speaks_first() {
+    let bob = SpeakerId::new("bob", "Bob").unwrap();
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    let mut layers = memory.layers();
+    layers.say(Line::new(SECRET).privately(), 0.0);
+    layers.listen(Line::new("All quiet on level two.").by(&rusty()), 1.0);
+    let replied = layers.reply(SECRET_REPLY, 2.0);
+    let log = &memory.log;
+    assert_eq!(
+        log.get(replied.index).unwrap().origin,
+        Origin::SaidPrivately
+    );
+    let withheld = |from: Option<&SpeakerId>| {
+        Withheld::from(log, from, &PinnedFacts::default()).contains(replied.index)
+    };
+    assert!(withheld(Some(&bob)), "the other player never reads it");
+    assert!(withheld(Some(&rusty())), "nor the NPC who spoke meanwhile");
+    assert!(withheld(Some(SpeakerId::group())), "nor NPCs in company");
+    assert!(!withheld(None), "the player it answered does");
+}
