@@ -145,10 +145,7 @@ fn a_line_made_private_goes_no_further_after_its_npc_forgets_it() {
             index: 0,
         },
     ];
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
 }
 
 /// Found by the long run: before its first fold a layered log is sent whole a
@@ -174,10 +171,7 @@ fn a_fresh_prompt_before_the_first_fold_sends_the_whole_log_past_the_budget() {
         text: "You are RUSTY-3, a tired maintenance robot.".into(),
     });
     steps.push(steps[0].clone());
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
     let (tokens, lines) = play.last_reply_size(1);
     assert!(
         tokens > 600 && lines > 12,
@@ -195,10 +189,7 @@ fn another_npcs_line_cannot_be_marked_private() {
     let mut steps = vec![converse(0, 1)];
     steps.extend((0..6).map(|index| Step::MarkPrivate { npc: 0, index }));
     steps.push(converse(1, 0));
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
     assert_eq!(play.private_npc_lines(0), 0);
 }
 
@@ -265,10 +256,7 @@ fn a_private_reply_in_a_conversation_stays_private_after_another_npc_speaks() {
             co_op: true,
         },
     ];
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
 }
 
 /// The game answers QUILL's lift call a frame later (or, on a slow frame, the
@@ -340,10 +328,7 @@ fn a_damaged_file_changes_nothing_and_autosave_resumes_on_the_slot() {
         damaged(Target::SlotAndBackup, Damage::Garbage),
         Step::Kill { cut: 1.0 },
     ];
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
 }
 
 /// The autosave slot, damaged, loads its backup, and the NPC's live persona is
@@ -405,10 +390,7 @@ fn a_summary_due_after_a_backup_loads_reaches_the_slot() {
             damage: Damage::Foreign,
         },
     ];
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
     let npc = bevy_npc_memory::prelude::NpcId::new("a");
     play.h.run_until("the summary the load made due", |world| {
         let memory = world.resource::<bevy_npc_memory::prelude::ContextMemoryManager>();
@@ -428,34 +410,26 @@ fn an_import_ends_what_was_asked_of_the_memory_it_replaced() {
     use steps::{Damage, Reply};
     let ids = ["a", "b", "c"].map(str::to_owned);
     let mut play = Play::new(&ids);
-    let import = |npc, damage| Step::ImportUnity {
-        npc,
-        lines: vec![
-            "Hello, I'm Alex.".into(),
-            "Logged.".into(),
-            "नमस्ते, मैं एलेक्स हूँ".into(),
-        ],
-        summary: "The player is Alex.".into(),
-        counter: 1,
-        damage,
-        during: 2,
-        summarize: true,
+    let import = |npc, damage| {
+        Step::ImportUnity(steps::Import {
+            npc,
+            lines: vec![
+                "Hello, I'm Alex.".into(),
+                "Logged.".into(),
+                "नमस्ते, मैं एलेक्स हूँ".into(),
+            ],
+            summary: "The player is Alex.".into(),
+            counter: 1,
+            damage,
+            during: 2,
+            summarize: true,
+        })
     };
     let steps = [
-        Step::Talk {
-            npc: 0,
-            text: "the reactor hums".into(),
-            private: false,
-            by_entity: false,
-            reply: Reply::Say("noted".into()),
-            co_op: false,
-        },
+        Step::talk(0, "the reactor hums", Reply::Say("noted".into())),
         import(0, None),
         import(1, Some(Damage::Cut(0.5))),
         import(2, None),
     ];
-    for step in &steps {
-        play.run(step);
-        play.check();
-    }
+    play.run_all(&steps);
 }

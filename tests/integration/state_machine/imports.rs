@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::backend::{Answer, tags};
 use super::play::{Log, Play};
-use super::steps::{Damage, NPCS};
+use super::steps::{Damage, Import, NPCS};
 use crate::support::Inbox;
 
 /// The Unity layout: each value is itself JSON text.
@@ -43,17 +43,12 @@ fn role(i: usize) -> Role {
 }
 
 impl Play {
-    pub(super) fn import_unity(
-        &mut self,
-        npc: usize,
-        lines: &[String],
-        context: (&str, u8),
-        damage: Option<&Damage>,
-        (during, summarize): (u8, bool),
-    ) {
+    pub(super) fn import_unity(&mut self, import: &Import) {
+        let (npc, damage) = (import.npc, import.damage.as_ref());
+        let (during, summarize) = (import.during, import.summarize);
         let id = self.ids[npc].clone();
         let path = self.file("unity");
-        let whole = unity_save(lines, context);
+        let whole = unity_save(&import.lines, (&import.summary, import.counter));
         let bytes = match damage {
             None => whole,
             Some(Damage::Garbage) => b"\x00\xffnot a save at all".to_vec(),
@@ -108,7 +103,8 @@ impl Play {
             return;
         }
         assert!(damage.is_none(), "a damaged Unity save imported: {path:?}");
-        let imported: Log = lines
+        let imported: Log = import
+            .lines
             .iter()
             .enumerate()
             .map(|(i, text)| (role(i), text.clone()))

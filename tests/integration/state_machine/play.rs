@@ -333,6 +333,14 @@ impl Play {
         format!("{kind}{}", self.next_tag)
     }
 
+    /// Runs each step and checks the invariants after it.
+    pub fn run_all(&mut self, steps: &[Step]) {
+        for step in steps {
+            self.run(step);
+            self.check();
+        }
+    }
+
     pub fn run(&mut self, step: &Step) {
         self.played.steps.push(step.clone());
         self.before = (0..NPCS).map(|npc| self.log(npc)).collect();
@@ -471,21 +479,7 @@ impl Play {
             Step::Respawn { npc, stays_away } => self.respawn(*npc, *stays_away),
             Step::AnswerLate { npc, pick } => self.answer_late(*npc, *pick),
             Step::LoadDamaged { target, damage } => self.load_damaged(*target, damage),
-            Step::ImportUnity {
-                npc,
-                lines,
-                summary,
-                counter,
-                damage,
-                during,
-                summarize,
-            } => self.import_unity(
-                *npc,
-                lines,
-                (summary, *counter),
-                damage.as_ref(),
-                (*during, *summarize),
-            ),
+            Step::ImportUnity(import) => self.import_unity(import),
             Step::Tier { npc, tier } => self.write(SetMemoryTier {
                 npc: self.ids[*npc].clone(),
                 tier: *tier,

@@ -171,6 +171,24 @@ pub struct PlayerJoins {
     pub to_second: bool,
 }
 
+/// An import of the original game's Unity save, as the game asks for it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Import {
+    pub npc: usize,
+    /// Alternating player and NPC, the player first.
+    pub lines: Vec<String>,
+    /// The summary, and how many of the lines came after it.
+    pub summary: String,
+    pub counter: u8,
+    /// The file damaged, or as that game wrote it.
+    pub damage: Option<Damage>,
+    /// Lines said to the NPC in the frame of the import (whole files only); the
+    /// model never answers the first.
+    pub during: u8,
+    /// Whether the game asks the NPC for a summary in that frame.
+    pub summarize: bool,
+}
+
 /// One public operation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Step {
@@ -274,20 +292,8 @@ pub enum Step {
         target: Target,
         damage: Damage,
     },
-    /// The game imports the original game's Unity save into one NPC: lines
-    /// alternating player and NPC, a summary with the count of lines after it, as
-    /// that game wrote them, or the file damaged. In the same frame the game may
-    /// ask the NPC for a summary, and (for a whole file) say `during` lines to it,
-    /// the first of which the model never answers.
-    ImportUnity {
-        npc: usize,
-        lines: Vec<String>,
-        summary: String,
-        counter: u8,
-        damage: Option<Damage>,
-        during: u8,
-        summarize: bool,
-    },
+    /// The game imports the original game's Unity save into one NPC.
+    ImportUnity(Import),
     /// The game answers a lift call that no longer waits (`pick` chooses which
     /// of those made so far), or one never made.
     AnswerLate {
@@ -297,6 +303,18 @@ pub enum Step {
 }
 
 impl Step {
+    /// A public line to `npc`, by its id, from the game's own player.
+    pub fn talk(npc: usize, text: &str, reply: Reply) -> Self {
+        Step::Talk {
+            npc,
+            text: text.into(),
+            private: false,
+            by_entity: false,
+            reply,
+            co_op: false,
+        }
+    }
+
     /// How many kinds of step there are.
     pub const KINDS: usize = 28;
 
@@ -330,7 +348,7 @@ impl Step {
             Step::Respawn { .. } => "respawn",
             Step::AnswerLate { .. } => "answer late",
             Step::LoadDamaged { .. } => "load damaged",
-            Step::ImportUnity { .. } => "import unity",
+            Step::ImportUnity(_) => "import unity",
         }
     }
 }
@@ -373,6 +391,27 @@ fn damage() -> impl Strategy<Value = Damage> {
         Just(Damage::Foreign),
         (0.0..1.0f64).prop_map(Damage::Cut),
     ]
+}
+
+fn import() -> impl Strategy<Value = Import> {
+    (
+        npc(),
+        prop::collection::vec(text(), 0..6),
+        (text(), 0..8u8),
+        prop::option::weighted(0.2, damage()),
+        (0..3u8, any::<bool>()),
+    )
+        .prop_map(
+            |(npc, lines, (summary, counter), damage, (during, summarize))| Import {
+                npc,
+                lines,
+                summary,
+                counter,
+                damage,
+                during,
+                summarize,
+            },
+        )
 }
 
 fn lift() -> impl Strategy<Value = Lift> {
@@ -505,26 +544,7 @@ impl ReferenceStateMachine for Model {
             1 => (npc(), any::<u8>()).prop_map(|(npc, pick)| Step::AnswerLate { npc, pick }),
             1 => (target(), damage())
                 .prop_map(|(target, damage)| Step::LoadDamaged { target, damage }),
-            1 => (
-                npc(),
-                prop::collection::vec(text(), 0..6),
-                (text(), 0..8u8),
-                prop::option::weighted(0.2, damage()),
-                (0..3u8, any::<bool>())
-            )
-                .prop_map(
-                    |(npc, lines, (summary, counter), damage, (during, summarize))| {
-                        Step::ImportUnity {
-                            npc,
-                            lines,
-                            summary,
-                            counter,
-                            damage,
-                            during,
-                            summarize,
-                        }
-                    }
-                ),
+            1 => import().prop_map(Step::ImportUnity),
         ]
         .boxed()
     }
