@@ -216,9 +216,19 @@ impl LayersMut<'_> {
     /// The NPC answered with `text`: it enters the log and the window, and a
     /// summary starts if one is due. `now` is as for [`say`](Self::say).
     pub fn reply(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> ReplyRecorded {
-        let now = now.into();
-        self.context.dates = now.format;
         let origin = self.reply_origin();
+        self.own_line(text, now.into(), origin)
+    }
+
+    /// The NPC says `text` of its own accord, answering no one (the opening line
+    /// of a conversation, as the game wrote it): it enters the log and the window
+    /// as the NPC's line, said in the open, and a summary starts if one is due.
+    pub fn speak(&mut self, text: impl Into<Arc<str>>, now: impl Into<Now>) -> ReplyRecorded {
+        self.own_line(text, now.into(), Origin::Said)
+    }
+
+    fn own_line(&mut self, text: impl Into<Arc<str>>, now: Now, origin: Origin) -> ReplyRecorded {
+        self.context.dates = now.format;
         let recorded = self.record_from(Role::Assistant, text, now.seconds, origin);
         ReplyRecorded {
             index: recorded.index,

@@ -29,6 +29,18 @@ fn exchange(memory: &mut NpcMemory, line: Line, reply: &str, t: f64) -> Vec<Prom
     turn.messages
 }
 
+/// A memory (window 20) in which the player told the secret privately, answered.
+fn told_a_secret() -> NpcMemory {
+    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
+    exchange(
+        &mut memory,
+        Line::new(SECRET).privately(),
+        SECRET_REPLY,
+        0.0,
+    );
+    memory
+}
+
 fn mentions_secret(messages: &[PromptMessage]) -> bool {
     messages.iter().any(|m| m.content.contains("blue mat"))
 }
@@ -148,13 +160,7 @@ fn a_second_player_never_reads_the_first_players_private_lines() {
 
 #[test]
 fn a_reply_belongs_to_the_line_it_answers() {
-    let mut memory = NpcMemory::new(persona(), &MemoryConfig::with_window(20));
-    exchange(
-        &mut memory,
-        Line::new(SECRET).privately(),
-        SECRET_REPLY,
-        0.0,
-    );
+    let mut memory = told_a_secret();
     exchange(
         &mut memory,
         Line::new("Nice weather.").by(&rusty()),
@@ -281,4 +287,25 @@ fn a_reply_to_a_private_line_stays_private_when_another_npc_speaks_first() {
     assert!(withheld(Some(&rusty())), "nor the NPC who spoke meanwhile");
     assert!(withheld(Some(SpeakerId::group())), "nor NPCs in company");
     assert!(!withheld(None), "the player it answered does");
+}
+
+/// A line the NPC says of its own accord (a conversation's opening) answers no
+/// one: said right after a private exchange, it is still said in the open, and a
+/// prompt addressed to another NPC holds it, without the secret.
+#[test]
+fn a_line_said_of_its_own_accord_after_a_private_exchange_is_said_in_the_open() {
+    let mut memory = told_a_secret();
+    let opening = memory.layers().speak("Shall we check the pumps?", 10.0);
+    assert_eq!(memory.log.get(opening.index).unwrap().origin, Origin::Said);
+    let to_rusty = memory
+        .layers()
+        .say(Line::new("Yes, let us.").by(&rusty()), 11.0)
+        .messages;
+    assert!(
+        to_rusty
+            .iter()
+            .any(|m| m.content.contains("check the pumps")),
+        "{to_rusty:#?}"
+    );
+    assert!(!mentions_secret(&to_rusty), "{to_rusty:#?}");
 }

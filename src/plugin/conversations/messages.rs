@@ -91,7 +91,9 @@ impl StartConversation {
         self
     }
 
-    /// The first speaker opens with exactly `line`.
+    /// The first speaker opens with exactly `line`. It answers no one, so it is
+    /// said in the open even right after a player told that NPC something
+    /// privately.
     pub fn opening_with(mut self, line: impl Into<String>) -> Self {
         self.opening = Some(line.into());
         self

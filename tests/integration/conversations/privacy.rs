@@ -58,6 +58,45 @@ fn a_private_player_line_never_reaches_a_prompt_for_the_other_npc() {
     assert!(text.contains("storage key is under"), "{text}");
 }
 
+/// The opening line the game gives a conversation answers no one: said right after
+/// the player told the NPC a secret, it is still said in the open, so the NPC's own
+/// conversation prompts hold it (and never the secret).
+#[test]
+fn an_opening_line_after_a_private_exchange_stays_in_the_npcs_own_prompts() {
+    let secret = "The storage key is under the reactor stairs";
+    let opening = "Shall we check the pumps on level two?";
+    let backend = TalkBackend::with(&[
+        (
+            "echo7",
+            &[
+                "Understood, I will keep it to myself.",
+                ECHO_LINES[0],
+                ECHO_LINES[1],
+            ],
+        ),
+        ("rusty3", RUSTY_LINES),
+    ]);
+    let mut h = harness(backend.clone());
+    h.app
+        .world_mut()
+        .write_message(TalkToNpc::new("echo7", secret).privately());
+    h.wait_for_replies(1);
+    h.settle();
+    h.app.world_mut().write_message(
+        StartConversation::between(["echo7", "rusty3"])
+            .opening_with(opening)
+            .max_turns(4),
+    );
+    run_to_end(&mut h);
+    let echo_requests = backend.replies_to("echo7");
+    assert!(echo_requests.len() > 1, "ECHO-7 spoke in the conversation");
+    for request in &echo_requests[1..] {
+        let text = prompt_text(request);
+        assert!(text.contains(opening), "ECHO-7 forgot its opening: {text}");
+        assert!(!text.contains("storage key is under"), "{text}");
+    }
+}
+
 /// A line told to another NPC and then made private at its source stays with
 /// the NPC that heard it, for the players it talks to, but never reaches a
 /// conversation among NPCs, where saying it would pass it on.

@@ -78,7 +78,7 @@ impl Conversing<'_, '_> {
                 return;
             };
             let text: Arc<str> = opening.as_str().into();
-            let recorded = memory.reply(text.clone(), now);
+            let recorded = memory.speak(text.clone(), now);
             self.core.report_overflow(first, recorded.overflow);
             self.core.send_summary(first, recorded.summary);
             self.said(at, 0, text, recorded.index, None, 0, false);
