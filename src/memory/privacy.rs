@@ -156,6 +156,11 @@ impl Withheld {
     }
 }
 
+/// The newest line said to the NPC: the one a reply prompt built now answers.
+pub(crate) fn newest_line_to_npc(log: &ChatLog) -> Option<&ChatMessage> {
+    log.messages().iter().rev().find(|m| is_line_to_npc(m))
+}
+
 /// Whether an entry is a line said to the NPC (a player's, a co-op player's or
 /// another NPC's), not an event, hearsay or a note.
 pub(crate) fn is_line_to_npc(message: &ChatMessage) -> bool {

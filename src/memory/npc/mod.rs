@@ -32,7 +32,7 @@ use super::lore::SharedKnowledge;
 use super::message::{LogIndex, PromptMessage, Role};
 use super::origin::Origin;
 use super::persona::PersonaPrompt;
-use super::privacy::Withheld;
+use super::privacy::{Withheld, newest_line_to_npc};
 use super::summary::SummaryJob;
 use super::window::RollingWindow;
 
@@ -248,12 +248,7 @@ impl LayersMut<'_> {
             .take()
             .and_then(|index| log.get(index))
             .filter(|m| knowledge::is_line_to_npc(m));
-        let line = answered.or_else(|| {
-            log.messages()
-                .iter()
-                .rev()
-                .find(|m| knowledge::is_line_to_npc(m))
-        });
+        let line = answered.or_else(|| newest_line_to_npc(log));
         match line {
             Some(line) if line.origin == Origin::SaidPrivately => Origin::SaidPrivately,
             _ => Origin::Said,

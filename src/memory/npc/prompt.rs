@@ -14,7 +14,7 @@ use crate::memory::context::ContextMemory;
 use crate::memory::log::ChatLog;
 use crate::memory::lore::{LoreHit, SharedKnowledge};
 use crate::memory::message::{LogIndex, PromptMessage, Role};
-use crate::memory::privacy::{Withheld, addressee, is_line_to_npc};
+use crate::memory::privacy::{Withheld, addressee, newest_line_to_npc};
 use crate::memory::recall::{RecallHit, RecallQuery};
 use crate::memory::window::RollingWindow;
 
@@ -41,13 +41,7 @@ impl LayersMut<'_> {
     ) -> (Vec<PromptMessage>, ReplyInput) {
         let withheld = Withheld::from(self.log, addressee(self.log), &self.context.facts);
         let messages = self.reply_prompt_with(knowledge, &withheld);
-        self.context.answering = self
-            .log
-            .messages()
-            .iter()
-            .rev()
-            .find(|m| is_line_to_npc(m))
-            .map(|m| m.index);
+        self.context.answering = newest_line_to_npc(self.log).map(|m| m.index);
         let summary = if withheld.any_in(&(0..self.context.covered_until)) {
             Arc::from("")
         } else {

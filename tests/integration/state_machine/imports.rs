@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::backend::{Answer, tags};
 use super::play::{Log, Play};
-use super::steps::{Damage, Import, NPCS};
+use super::steps::{Import, NPCS};
 use crate::support::Inbox;
 
 /// The Unity layout: each value is itself JSON text.
@@ -51,9 +51,7 @@ impl Play {
         let whole = unity_save(&import.lines, (&import.summary, import.counter));
         let bytes = match damage {
             None => whole,
-            Some(Damage::Garbage) => b"\x00\xffnot a save at all".to_vec(),
-            Some(Damage::Foreign) => br#"{"player": "Alex", "level": 3}"#.to_vec(),
-            Some(Damage::Cut(share)) => whole[..(whole.len() as f64 * share) as usize].to_vec(),
+            Some(damage) => damage.applied_to(whole),
         };
         std::fs::write(&path, bytes).unwrap();
         // What the memory being replaced holds, by tag: none of it may reach the

@@ -137,15 +137,8 @@ impl Play {
                 let _ = std::fs::remove_file(file);
             }
         }
-        let bytes = match damage {
-            Damage::Garbage => b"\x00\xffnot a save at all".to_vec(),
-            Damage::Foreign => br#"{"player": "Alex", "level": 3, "npcs": "none"}"#.to_vec(),
-            Damage::Cut(share) => {
-                let whole = self.current().to_bytes(SaveFormat::Json).unwrap();
-                whole[..(whole.len() as f64 * share) as usize].to_vec()
-            }
-        };
-        std::fs::write(&path, bytes).unwrap();
+        let whole = self.current().to_bytes(SaveFormat::Json).unwrap();
+        std::fs::write(&path, damage.applied_to(whole)).unwrap();
         let loaded = self.count::<MemoryLoaded>();
         self.h.load_from(&path);
         if self.count::<MemoryLoaded>() > loaded {

@@ -78,8 +78,19 @@ pub enum Damage {
     Garbage,
     /// Another program's JSON.
     Foreign,
-    /// The memory in use, saved and cut at this share of its bytes.
+    /// The whole file, cut at this share of its bytes.
     Cut(f64),
+}
+
+impl Damage {
+    /// What is on disk when a file that would hold `whole` is damaged this way.
+    pub fn applied_to(&self, whole: Vec<u8>) -> Vec<u8> {
+        match self {
+            Damage::Garbage => b"\x00\xffnot a save at all".to_vec(),
+            Damage::Foreign => br#"{"player": "Alex", "level": 3, "npcs": "none"}"#.to_vec(),
+            Damage::Cut(share) => whole[..(whole.len() as f64 * share) as usize].to_vec(),
+        }
+    }
 }
 
 /// Whether an action call is of the lift, and whether the game answers it.
