@@ -99,8 +99,10 @@ impl TalkToNpc {
 }
 
 /// Forget everything an NPC remembers (the persona stays). Requests in flight are
-/// cancelled and queued lines fail with [`ReplyError::Cancelled`]. The reply in
-/// flight ends silently: it answered a line that is forgotten now.
+/// cancelled, and every line said to the NPC still ends, with
+/// [`ReplyError::Cancelled`]: the line being answered (its turn, no
+/// `unrecorded_line`: it was said to the memory now forgotten), then each line
+/// waiting (handed back in `unrecorded_line`: the NPC never heard it).
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

@@ -9,6 +9,7 @@ use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::backends::ScriptStep;
 use bevy_npc_memory::backends::ScriptedBackend;
 use bevy_npc_memory::dialogue::NpcReplyDelta;
+use bevy_npc_memory::dialogue::NpcReplyStarted;
 use bevy_npc_memory::dialogue::NpcRequests;
 use bevy_npc_memory::dialogue::NpcSummaryUpdated;
 use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
@@ -110,10 +111,24 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
         .world_mut()
         .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     h.settle();
-    let failed = h.inbox::<NpcReplyFailed>();
-    assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].error, ReplyError::Cancelled);
-    assert_eq!(failed[0].unrecorded_line.as_deref(), Some("second"));
+    // Both lines end: the one being answered with its turn (the memory that heard
+    // it is gone, so it is not handed back), then the waiting one, handed back.
+    let started = h.inbox::<NpcReplyStarted>();
+    assert_eq!(started.len(), 1, "only the first line started");
+    let ended: Vec<_> = h
+        .inbox::<NpcReplyFailed>()
+        .iter()
+        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
+        .collect();
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    assert_eq!(
+        ended[0],
+        (ReplyError::Cancelled, Some(started[0].turn), None)
+    );
+    assert_eq!(
+        (&ended[1].0, ended[1].2.as_deref()),
+        (&ReplyError::Cancelled, Some("second"))
+    );
     assert!(h.log("echo7").is_empty());
     assert_eq!(
         h.app.world().resource::<NpcRequests>().requests_in_flight(),
@@ -142,6 +157,27 @@ fn streamed_pieces_add_up_to_the_reply() {
         "the reply came in pieces"
     );
     assert_eq!(streamed, h.replies("echo7")[0]);
+}
+
+/// Models often start a reply with a space or a line break and end it with one.
+/// The reply is recorded trimmed, and a typewriter that shows the deltas must
+/// end on exactly that text: whitespace at the ends is never streamed.
+#[test]
+fn streamed_pieces_add_up_to_the_reply_a_model_padded_with_whitespace() {
+    let backend = ScriptedBackend::new();
+    backend.push_reply("\n \u{3000}All quiet,  Alex.\n\n");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend));
+    h.spawn("echo7", persona("ECHO-7"));
+    h.say("echo7", "Status report, please.");
+    h.wait_for_replies(1);
+    let deltas: Vec<String> = h
+        .inbox::<NpcReplyDelta>()
+        .iter()
+        .map(|d| d.delta.clone())
+        .collect();
+    assert!(deltas.len() > 1, "the reply came in pieces: {deltas:?}");
+    assert_eq!(h.replies("echo7"), ["All quiet,  Alex."]);
+    assert_eq!(deltas.concat(), "All quiet,  Alex.");
 }
 
 #[test]

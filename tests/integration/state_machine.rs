@@ -20,6 +20,7 @@ mod play;
 mod replay;
 mod saves;
 mod steps;
+mod turns;
 
 use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
@@ -402,8 +403,8 @@ fn a_summary_due_after_a_backup_loads_reaches_the_slot() {
 }
 
 /// An import of the original game's Unity save replaces one NPC's memory as a
-/// clear would: the line in flight to the memory replaced ends silently, the line
-/// waiting behind it is handed back as cancelled, and the summary asked for in the
+/// clear would: the line in flight to the memory replaced fails as cancelled, the
+/// line waiting behind it is handed back as cancelled, and the summary asked for in the
 /// same frame never lands on the imported memory. A damaged file changes nothing.
 #[test]
 fn an_import_ends_what_was_asked_of_the_memory_it_replaced() {

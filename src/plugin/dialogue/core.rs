@@ -103,15 +103,24 @@ impl TurnCore<'_, '_> {
         }
     }
 
+    /// Ends what a cancel took: the turn in flight first, then the lines waiting.
     fn hand_back_cancelled(&mut self, npc: &NpcId, cancelled: crate::plugin::requests::Cancelled) {
+        // The line in flight was heard by the memory being replaced, so it is not
+        // handed back; but its turn ends, as every started turn does.
+        if let Some(turn) = cancelled.reply {
+            self.out.stopped(npc);
+            self.out.failed(NpcReplyFailed {
+                npc: npc.clone(),
+                turn: Some(turn),
+                error: ReplyError::Cancelled,
+                unrecorded_line: None,
+            });
+        }
         if !cancelled.waiting.is_empty() {
             self.layers.mark_changed(npc);
         }
         for line in cancelled.waiting {
             self.reject(npc, ReplyError::Cancelled, Some(line.turn), line.text);
-        }
-        if cancelled.reply {
-            self.out.stopped(npc);
         }
     }
 }

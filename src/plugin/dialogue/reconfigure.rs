@@ -69,9 +69,9 @@ impl Reconfigure<'_, '_> {
         self.end_what_was_asked(npc);
     }
 
-    /// Cancels the NPC's requests (a reply in flight ends silently, waiting lines
-    /// are handed back as cancelled) and drops what was derived from its memory:
-    /// a recall index being built, and the backends' state.
+    /// Cancels the NPC's requests (the reply in flight fails as cancelled, waiting
+    /// lines are handed back as cancelled) and drops what was derived from its
+    /// memory: a recall index being built, and the backends' state.
     fn end_what_was_asked(&mut self, npc: &NpcId) {
         self.core.cancel(npc);
         self.loads.cancel_recall(npc);

@@ -1,5 +1,6 @@
 //! What each NPC is doing: its requests in flight and the player's lines waiting.
 
+mod edges;
 mod handoff;
 mod policy;
 mod sending;
@@ -16,6 +17,7 @@ use super::bridge::{TaskId, Ticket};
 use super::npc::{NpcState, TurnCounter, TurnId};
 use crate::memory::{NpcId, ReplyFields, ReplyTagStream, SummaryJob, SummaryJobId};
 use crate::save::WaitingLine;
+use edges::TrimmedStream;
 use policy::LineQueue;
 
 /// The requests in flight and the lines waiting, for every NPC. Read it to show
@@ -81,6 +83,8 @@ struct ReplyInFlight {
     streamed: String,
     /// `streamed`'s length in characters, kept so the cap costs nothing per piece.
     streamed_chars: usize,
+    /// Leaves the whitespace at the reply's ends out of its deltas.
+    edges: TrimmedStream,
     /// Holds back the reply-field tag at the start, for an NPC that declares
     /// reply fields; `None` streams every piece as it comes.
     tags: Option<ReplyTagStream>,
@@ -97,8 +101,9 @@ pub(crate) struct InterruptedReply {
 /// What cancelling an NPC's requests stopped.
 #[derive(Debug, Default)]
 pub(crate) struct Cancelled {
-    /// Whether a reply was in flight.
-    pub(crate) reply: bool,
+    /// The turn whose reply was in flight, or whose actions the game was
+    /// answering.
+    pub(crate) reply: Option<TurnId>,
     /// The lines that were waiting.
     pub(crate) waiting: VecDeque<QueuedLine>,
 }
@@ -282,6 +287,7 @@ impl NpcRequests {
             turn,
             streamed: String::new(),
             streamed_chars: 0,
+            edges: TrimmedStream::default(),
             request: None,
             rate_limited: 0,
             tags: None,
@@ -361,8 +367,9 @@ impl NpcRequests {
         piece: String,
         max_chars: usize,
     ) -> Option<(TurnId, String)> {
+        let words = reply.edges.push(&piece);
         let room = max_chars.saturating_sub(reply.streamed_chars);
-        let piece = crate::memory::first_chars(&piece, room).to_owned();
+        let piece = crate::memory::first_chars(&words, room).to_owned();
         if piece.is_empty() {
             return None;
         }
@@ -408,10 +415,13 @@ impl NpcRequests {
         let Some(slot) = self.npcs.get_mut(npc) else {
             return Cancelled::default();
         };
-        let reply = slot.reply.take().map(|r| r.ticket);
-        let had_reply = reply.is_some() || slot.acting.is_some();
+        let (reply, mut turn) = match slot.reply.take() {
+            Some(reply) => (Some(reply.ticket), Some(reply.turn)),
+            None => (None, None),
+        };
         slot.fields = None;
-        if slot.acting.take().is_some() {
+        if let Some(acting) = slot.acting.take() {
+            turn = Some(acting);
             self.acting -= 1;
         }
         for ticket in [reply, slot.summary.take().map(|s| s.ticket)]
@@ -425,7 +435,7 @@ impl NpcRequests {
             self.in_flight -= 1;
         }
         Cancelled {
-            reply: had_reply,
+            reply: turn,
             waiting: self.drain(npc),
         }
     }

@@ -47,7 +47,9 @@ impl SaveMemory {
     }
 }
 
-/// Replace every NPC's memory with a save's. Requests in flight are cancelled. With
+/// Replace every NPC's memory with a save's. Requests in flight are cancelled: a
+/// line being answered fails with `ReplyError::Cancelled` and lines waiting are
+/// handed back, as on a [`ClearNpcMemory`](crate::prelude::ClearNpcMemory). With
 /// autosave on, the loaded file becomes the autosave slot.
 ///
 /// If the file is missing or damaged (see [`LoadError::is_damaged`]; a damaged file
@@ -96,10 +98,10 @@ impl ResumeAutosave {
 /// The file is read and the memory built off the main thread; once it is in place,
 /// [`MemoryLoaded`] names the NPC, or [`MemoryLoadFailed`] says why the file could not
 /// be used, and the NPC's memory is unchanged. The imported memory replaces the
-/// NPC's as [`ClearNpcMemory`](crate::prelude::ClearNpcMemory) would: a reply in
-/// flight ends silently, and lines waiting for the NPC fail with
-/// [`ReplyError::Cancelled`](crate::prelude::ReplyError::Cancelled), the text in
-/// `unrecorded_line`. They were said to the memory replaced.
+/// NPC's as [`ClearNpcMemory`](crate::prelude::ClearNpcMemory) would: the line being
+/// answered and the lines waiting for the NPC fail with
+/// [`ReplyError::Cancelled`](crate::prelude::ReplyError::Cancelled), the waiting
+/// ones with their text in `unrecorded_line`. They were said to the memory replaced.
 #[derive(Message, Clone, Debug, PartialEq, Reflect)]
 #[type_path = "bevy_npc_memory"]
 #[reflect(Message, Debug, PartialEq, Clone)]

@@ -106,7 +106,15 @@ impl Play {
         if joins.private {
             self.said_privately(&tag, npc, false);
         }
-        let mut line = TalkToNpc::new(self.ids[npc].clone(), format!("⟦{tag}⟧ {}", joins.text));
+        let said = format!("⟦{tag}⟧ {}", joins.text);
+        self.said.insert(
+            tag.clone(),
+            super::turns::Said {
+                npc,
+                line: said.clone(),
+            },
+        );
+        let mut line = TalkToNpc::new(self.ids[npc].clone(), said);
         if joins.private {
             line = line.privately();
         }

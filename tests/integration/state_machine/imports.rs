@@ -73,8 +73,14 @@ impl Play {
         if damage.is_none() && during > 0 {
             self.stage.answer(&id, vec![Answer::Hang]);
             for _ in 0..during {
-                let line = format!("⟦{}⟧ said while importing", self.tag('s'));
+                let tag = self.tag('s');
+                let line = format!("⟦{tag}⟧ said while importing");
                 said.push(line.clone());
+                let npc_said = super::turns::Said {
+                    npc,
+                    line: line.clone(),
+                };
+                self.said.insert(tag, npc_said);
                 let world = self.h.app.world_mut();
                 world.write_message(TalkToNpc::new(id.clone(), line));
             }
@@ -111,7 +117,8 @@ impl Play {
         self.may_shrink[npc] = true;
         self.private_as_loaded();
         // Nothing asked of the replaced memory lands on the imported one: the line
-        // in flight ends silently, the waiting ones are handed back.
+        // in flight fails as cancelled (the memory that heard it is gone), the
+        // waiting ones are handed back.
         self.h.settle();
         assert_eq!(
             self.log(npc),
@@ -135,13 +142,16 @@ impl Play {
             .filter(|f| f.npc == id)
             .map(|f| (f.error.clone(), f.unrecorded_line.clone()))
             .collect();
-        let waiting: Vec<_> = said
+        let ended: Vec<_> = said
             .iter()
-            .skip(1)
-            .map(|line| (ReplyError::Cancelled, Some(line.clone())))
+            .enumerate()
+            .map(|(i, line)| (ReplyError::Cancelled, (i > 0).then(|| line.clone())))
             .collect();
-        assert_eq!(handed_back, waiting, "the lines waiting are handed back");
-        self.talks += waiting.len();
+        assert_eq!(
+            handed_back, ended,
+            "the line in flight ends, the lines waiting are handed back"
+        );
+        self.talks += ended.len();
     }
 
     fn others_kept(&self, npc: usize) {

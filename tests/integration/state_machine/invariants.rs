@@ -181,6 +181,7 @@ impl Play {
             self.talks,
             "every line has an outcome"
         );
+        self.check_turns();
     }
 }
 

@@ -14,6 +14,7 @@ use super::conversing::Conversing;
 use super::lifts::{self, LIFT_WAIT};
 use super::replay::Played;
 use super::steps::{Jump, Lift, NPCS, Reply, Scope, Step};
+use super::turns::{Said, Seen};
 use crate::support::actions::OpenDoor;
 use crate::support::{Harness, Inbox, add_inbox, temp_dir};
 use bevy_npc_memory::NpcMemoryClock;
@@ -87,6 +88,10 @@ pub struct Play {
     pub(super) files: u64,
     /// How many times NPCs had acted before the step.
     pub(super) acted_before: usize,
+    /// Every line the player said to an NPC that was there, by its tag.
+    pub(super) said: std::collections::HashMap<String, Said>,
+    /// How many replies and failures had arrived before the step.
+    pub(super) seen_before: Seen,
     /// What this run played, kept as JSON if it fails.
     played: Played,
 }
@@ -187,6 +192,8 @@ impl Play {
             slot: play_slot,
             files: 0,
             acted_before: 0,
+            said: Default::default(),
+            seen_before: Seen::default(),
             played,
         };
         let ids = play.ids.clone();
@@ -347,6 +354,7 @@ impl Play {
         self.may_shrink = vec![false; NPCS];
         self.conversing = None;
         self.acted_before = self.count::<NpcActed>();
+        self.seen_before = self.seen();
         match step {
             Step::Talk {
                 npc,
@@ -578,6 +586,8 @@ impl Play {
             return;
         }
         self.talks += 1;
+        let line = format!("⟦{tag}⟧ {text}");
+        self.said.insert(tag, Said { npc, line });
         if matches!(reply, Reply::Interrupted) {
             self.h
                 .run_until("the reply starts or the line is refused", |world| {

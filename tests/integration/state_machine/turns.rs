@@ -1,0 +1,187 @@
+//! The turn contract, line by line: each line the player says ends exactly once,
+//! as a reply or a failure, and the messages about it agree with each other and
+//! with the log. The count of outcomes alone would pass a line answered twice
+//! and another never.
+
+use std::collections::HashMap;
+
+use bevy_npc_memory::dialogue::{NpcReplyDelta, NpcReplyStarted, TurnId};
+use bevy_npc_memory::prelude::*;
+
+use super::backend::tags;
+use super::play::Play;
+
+/// A line the player said, under its tag: to which NPC, and its exact text.
+pub(super) struct Said {
+    pub(super) npc: usize,
+    pub(super) line: String,
+}
+
+/// How far each inbox had been read when the step began.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Seen {
+    replied: usize,
+    failed: usize,
+}
+
+impl Play {
+    pub(super) fn seen(&self) -> Seen {
+        Seen {
+            replied: self.count::<NpcReplied>(),
+            failed: self.count::<NpcReplyFailed>(),
+        }
+    }
+
+    fn npc_of(&self, id: &NpcId) -> usize {
+        self.ids.iter().position(|i| i == id).expect("one of ours")
+    }
+
+    /// The tag of the player's line in `text`, if it is one of ours.
+    fn said_in(&self, text: &str) -> Option<&str> {
+        tags(text)
+            .into_iter()
+            .find_map(|tag| self.said.get_key_value(tag))
+            .map(|(tag, _)| tag.as_str())
+    }
+
+    pub(super) fn check_turns(&self) {
+        // Every turn started for a line: the player's, exactly as said, or one a
+        // conversation gave an NPC to answer.
+        let mut lines: HashMap<(NpcId, TurnId), Option<&str>> = HashMap::new();
+        for start in self.h.inbox::<NpcReplyStarted>() {
+            let tag = self.said_in(&start.line);
+            if let Some(tag) = tag {
+                let said = &self.said[tag];
+                assert_eq!(
+                    (said.npc, said.line.as_str()),
+                    (self.npc_of(&start.npc), start.line.as_ref()),
+                    "a turn started with a line other than the one said"
+                );
+            }
+            let again = lines.insert((start.npc.clone(), start.turn), tag);
+            assert!(again.is_none(), "turn {:?} started twice", start.turn);
+        }
+        // Every started turn ends once, as a reply or a failure; a line handed
+        // back never started.
+        let mut ended: HashMap<(NpcId, TurnId), usize> = HashMap::new();
+        let mut handed_back: HashMap<&str, usize> = HashMap::new();
+        for reply in self.h.inbox::<NpcReplied>() {
+            let key = (reply.npc.clone(), reply.turn);
+            assert!(
+                lines.contains_key(&key),
+                "a reply to a turn that never started: {reply:?}"
+            );
+            *ended.entry(key).or_default() += 1;
+        }
+        for failure in self.h.inbox::<NpcReplyFailed>() {
+            let started = failure
+                .turn
+                .map(|turn| (failure.npc.clone(), turn))
+                .filter(|key| lines.contains_key(key));
+            match (&failure.unrecorded_line, started) {
+                (Some(line), None) => {
+                    let tag = self.said_in(line).unwrap_or_else(|| {
+                        panic!("a line handed back that nobody said: {failure:?}")
+                    });
+                    assert_eq!(
+                        line, &self.said[tag].line,
+                        "a line handed back other than it was said"
+                    );
+                    *handed_back.entry(tag).or_default() += 1;
+                }
+                (Some(_), Some(_)) => {
+                    panic!("a line handed back as unrecorded after its turn started: {failure:?}")
+                }
+                (None, Some(key)) => *ended.entry(key).or_default() += 1,
+                (None, None) => panic!("a failure of a turn that never started: {failure:?}"),
+            }
+        }
+        for (key, tag) in &lines {
+            let times = ended.get(key).copied().unwrap_or(0);
+            assert_eq!(times, 1, "turn {key:?} ({tag:?}) ended {times} times");
+        }
+        // Every line the player said either started a turn or came back, once.
+        let started: HashMap<&str, usize> =
+            lines
+                .values()
+                .flatten()
+                .fold(HashMap::new(), |mut count, tag| {
+                    *count.entry(*tag).or_default() += 1;
+                    count
+                });
+        for (tag, said) in &self.said {
+            let times = started.get(tag.as_str()).copied().unwrap_or(0)
+                + handed_back.get(tag.as_str()).copied().unwrap_or(0);
+            assert_eq!(
+                times, 1,
+                "the line {tag} to NPC {} started or came back {times} times",
+                said.npc
+            );
+        }
+        self.check_new_outcomes(&lines);
+        self.check_deltas(&lines);
+    }
+
+    /// What ended in this step, checked against the logs as the step left them:
+    /// a handed-back line is in no log, and a reply, with the line it answers, is
+    /// where its index says, unless the step replaced that NPC's log.
+    fn check_new_outcomes(&self, lines: &HashMap<(NpcId, TurnId), Option<&str>>) {
+        for failure in &self.h.inbox::<NpcReplyFailed>()[self.seen_before.failed..] {
+            if let Some(line) = &failure.unrecorded_line {
+                let tag = self.said_in(line).expect("checked above");
+                let npc = self.said[tag].npc;
+                assert!(
+                    !self.holds(npc, tag),
+                    "NPC {npc}'s log holds {tag}, handed back as unrecorded"
+                );
+            }
+        }
+        for reply in &self.h.inbox::<NpcReplied>()[self.seen_before.replied..] {
+            let npc = self.npc_of(&reply.npc);
+            if self.may_shrink[npc] {
+                continue;
+            }
+            if let Some(tag) = lines[&(reply.npc.clone(), reply.turn)] {
+                assert!(
+                    self.holds(npc, tag),
+                    "NPC {npc} answered {tag}, not in its log"
+                );
+            }
+            let logs = self.h.app.world().resource::<ChatLogs>();
+            let entry = logs
+                .get(&reply.npc)
+                .and_then(|log| log.get(reply.index))
+                .unwrap_or_else(|| {
+                    panic!("NPC {npc}'s reply index {} is not in its log", reply.index)
+                });
+            assert_eq!(
+                (entry.role, entry.content.as_ref()),
+                (Role::Assistant, reply.text.as_ref()),
+                "NPC {npc}'s reply is not at its index"
+            );
+        }
+    }
+
+    /// The pieces of a reply add up to its text.
+    fn check_deltas(&self, lines: &HashMap<(NpcId, TurnId), Option<&str>>) {
+        let mut streamed: HashMap<(NpcId, TurnId), String> = HashMap::new();
+        for delta in self.h.inbox::<NpcReplyDelta>() {
+            let key = (delta.npc.clone(), delta.turn);
+            assert!(
+                lines.contains_key(&key),
+                "a delta for a turn that never started: {delta:?}"
+            );
+            streamed.entry(key).or_default().push_str(&delta.delta);
+        }
+        for reply in self.h.inbox::<NpcReplied>() {
+            let key = (reply.npc.clone(), reply.turn);
+            if let Some(pieces) = streamed.get(&key) {
+                assert_eq!(
+                    pieces.as_str(),
+                    reply.text.as_ref(),
+                    "the pieces of a reply add up to another text"
+                );
+            }
+        }
+    }
+}
