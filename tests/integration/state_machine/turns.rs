@@ -120,6 +120,16 @@ impl Play {
         }
         self.check_new_outcomes(&lines);
         self.check_deltas(&lines);
+        // With every turn ended, no NPC still shows one.
+        for (npc, &entity) in self.entities.iter().enumerate() {
+            if let Some(state) = self.h.app.world().get::<NpcState>(entity) {
+                assert_eq!(
+                    *state,
+                    NpcState::Idle,
+                    "NPC {npc} is idle once its turns ended"
+                );
+            }
+        }
     }
 
     /// What ended in this step, checked against the logs as the step left them:
