@@ -120,6 +120,20 @@ impl Play {
         }
         self.check_new_outcomes(&lines);
         self.check_deltas(&lines);
+        // The persona comes first in every reply prompt, whole.
+        for request in self
+            .requests
+            .iter()
+            .filter(|r| r.purpose() == bevy_npc_memory::backends::Purpose::Reply)
+        {
+            let npc = self.npc_of(&request.npc);
+            let persona = &self.personas[npc].1;
+            let first = &request.messages[0];
+            assert!(
+                first.role == Role::System && first.content.starts_with(persona.as_str()),
+                "NPC {npc}'s reply prompt does not open with its persona {persona:?}: {first:?}"
+            );
+        }
         // With every turn ended, no NPC still shows one.
         for (npc, &entity) in self.entities.iter().enumerate() {
             if let Some(state) = self.h.app.world().get::<NpcState>(entity) {
