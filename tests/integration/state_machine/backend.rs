@@ -26,6 +26,9 @@ pub enum Answer {
 struct Script {
     answers: HashMap<NpcId, VecDeque<Answer>>,
     requests: Vec<ChatRequest>,
+    /// Replies the stage gave back, per NPC: how many, and how many of them failed
+    /// or said nothing.
+    returned: HashMap<NpcId, (u64, u64)>,
 }
 
 #[derive(Clone, Default)]
@@ -72,6 +75,12 @@ impl Stage {
     /// Every request since the last call.
     pub fn take_requests(&self) -> Vec<ChatRequest> {
         std::mem::take(&mut self.lock().requests)
+    }
+
+    /// The replies the stage has given back to `npc` (a hung one never comes
+    /// back), and how many of them failed or said nothing.
+    pub fn returned_replies(&self, npc: &NpcId) -> (u64, u64) {
+        self.lock().returned.get(npc).copied().unwrap_or_default()
     }
 }
 
@@ -121,8 +130,24 @@ impl ChatBackend for Stage {
                 }
             }
         };
+        let returned =
+            (request.purpose() == Purpose::Reply).then(|| (self.clone(), request.npc.clone()));
         self.lock().requests.push(request);
         Box::pin(async move {
+            if let Some((stage, npc)) = returned {
+                let failed = match &answer {
+                    Answer::Say(text) => text.trim().is_empty(),
+                    Answer::Fail => true,
+                    Answer::Hang => false,
+                    Answer::Call { .. } => false,
+                };
+                if !matches!(answer, Answer::Hang) {
+                    let mut script = stage.lock();
+                    let count = script.returned.entry(npc).or_default();
+                    count.0 += 1;
+                    count.1 += u64::from(failed);
+                }
+            }
             match answer {
                 Answer::Say(text) => {
                     stream_words(&text, &progress);

@@ -134,6 +134,23 @@ impl Play {
                 "NPC {npc}'s reply prompt does not open with its persona {persona:?}: {first:?}"
             );
         }
+        // Every reply request that came back is counted once in the usage
+        // figures, and every one that failed or said nothing as a failure.
+        let usage = self
+            .h
+            .app
+            .world()
+            .resource::<bevy_npc_memory::telemetry::LlmUsage>();
+        for (npc, id) in self.ids.iter().enumerate() {
+            let counted = usage
+                .npc(id, bevy_npc_memory::backends::Purpose::Reply)
+                .map_or((0, 0), |stats| (stats.requests, stats.failures));
+            assert_eq!(
+                counted,
+                self.stage.returned_replies(id),
+                "NPC {npc}'s reply requests and failures, as counted and as answered"
+            );
+        }
         // With every turn ended, no NPC still shows one.
         for (npc, &entity) in self.entities.iter().enumerate() {
             if let Some(state) = self.h.app.world().get::<NpcState>(entity) {
