@@ -105,6 +105,8 @@ pub(crate) struct Finished {
     /// The backend that ran it: after a switch it may no longer be the current one.
     pub(crate) backend: Arc<str>,
     pub(crate) task: TaskId,
+    /// What the request was for, known here even once its NPC's slot forgot it.
+    pub(crate) purpose: Purpose,
     pub(crate) result: Result<ChatResponse, BackendError>,
     pub(crate) latency: Duration,
     pub(crate) retries: u32,
@@ -235,6 +237,7 @@ impl LlmBridge {
                 npc,
                 backend: backend_name,
                 task,
+                purpose,
                 result,
                 latency: started.elapsed(),
                 retries: progress.retries(),

@@ -16,6 +16,7 @@ mod conversing;
 mod imports;
 mod invariants;
 mod lifts;
+mod lore;
 mod play;
 mod replay;
 mod saves;
@@ -433,4 +434,20 @@ fn an_import_ends_what_was_asked_of_the_memory_it_replaced() {
         import(2, None),
     ];
     play.run_all(&steps);
+}
+
+/// A request cancelled after it was sent still came back, and the provider
+/// answered (and billed) it: a conversation the game ends after its first line
+/// drops the reply the second speaker was given, but the usage figures count it.
+/// Cut from a random run: the figures were one reply short, for good.
+#[test]
+fn a_reply_that_comes_back_after_its_conversation_ended_is_counted() {
+    let ids = ["a", "b", "c"].map(str::to_owned);
+    let mut play = Play::new(&ids);
+    let mut talks = Talks::between(1, 0, "the pumps", 2);
+    talks.end_early = true;
+    play.run_all(&[
+        Step::talk(0, "status?", steps::Reply::Say("nominal".into())),
+        Step::Converse(talks),
+    ]);
 }

@@ -70,17 +70,16 @@ impl Receive<'_, '_> {
             npc,
             backend,
             task,
+            purpose,
             result,
             latency,
             retries,
         } = done;
         if let Err(error) = &result
             && let Some(retry_after) = error.rate_limit()
+            && self.rate_limited(&npc, task, purpose, retry_after)
         {
-            let purpose = self.purpose_of(&npc, task);
-            if self.rate_limited(&npc, task, purpose, retry_after) {
-                return;
-            }
+            return;
         }
         self.paced(task, &result);
         // A start held back as a possible tag that was none is the reply's last
@@ -92,15 +91,15 @@ impl Receive<'_, '_> {
             let npc = npc.clone();
             self.out.delta(NpcReplyDelta { npc, turn, delta });
         }
-        let Some(finished) = self.requests.finish(&npc, task) else {
+        let finished = self.requests.finish(&npc, task);
+        let result = result.and_then(|response| checked_reply(response, &backend));
+        // A request cancelled after it was sent (a clear, an interrupt, a
+        // conversation ended) that still came back was answered, and billed: it
+        // counts in the usage figures though nothing records it.
+        self.account(&npc, purpose, &result, latency, retries);
+        let Some(finished) = finished else {
             return;
         };
-        let purpose = match finished {
-            FinishedTask::Reply(_) => Purpose::Reply,
-            FinishedTask::Summary(_) => Purpose::Summary,
-        };
-        let result = result.and_then(|response| checked_reply(response, &backend));
-        self.account(&npc, purpose, &result, latency, retries);
         let work = match finished {
             FinishedTask::Reply(turn) => ArrivedWork::Reply { turn, result },
             FinishedTask::Summary(job) => ArrivedWork::Summary { job, result },

@@ -182,6 +182,7 @@ impl Play {
             "every line has an outcome"
         );
         self.check_turns();
+        self.check_lore();
     }
 }
 

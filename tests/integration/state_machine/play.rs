@@ -421,11 +421,13 @@ impl Play {
                     Scope::World => LoreScope::World,
                     Scope::Npc(npc) => LoreScope::npc(self.ids[*npc].clone()),
                 };
-                let entry = LoreEntry::new(format!("lore-{id}"), text.as_str()).with_scope(scope);
+                let text = self.lore_text(text);
+                let entry = LoreEntry::new(format!("lore-{id}"), text).with_scope(scope);
                 self.write(AddLore::new(entry));
             }
             Step::UpdateLore { id, text } => {
-                self.write(UpdateLore::new(format!("lore-{id}"), text.clone()))
+                let text = self.lore_text(text);
+                self.write(UpdateLore::new(format!("lore-{id}"), text))
             }
             Step::RemoveLore { id } => self.write(RemoveLore::new(format!("lore-{id}"))),
             Step::ChangePersona { npc, text } => {
@@ -494,6 +496,7 @@ impl Play {
             }),
         }
         self.h.settle();
+        self.wait_for_usage();
         self.requests = self.stage.take_requests();
         for npc in 0..NPCS {
             let log = self.log(npc);

@@ -32,6 +32,16 @@ pub fn text() -> BoxedStrategy<String> {
     .boxed()
 }
 
+/// A player's line or query: any text, and now and then one about the reactor,
+/// which every lore entry is about (see `lore.rs`).
+fn line() -> BoxedStrategy<String> {
+    prop_oneof![
+        5 => text(),
+        1 => text().prop_map(|text| format!("{text} the reactor?")),
+    ]
+    .boxed()
+}
+
 /// The NPCs' ids: any Unicode, one of them past the length ids are shortened at.
 fn ids() -> impl Strategy<Value = Vec<String>> {
     ("\\PC{1,24}", "[a-z]{1,8}", "\\PC{250,320}")
@@ -503,7 +513,7 @@ impl ReferenceStateMachine for Model {
         prop_oneof![
             12 => (
                 npc(),
-                text(),
+                line(),
                 any::<bool>(),
                 any::<bool>(),
                 reply(),
@@ -521,7 +531,7 @@ impl ReferenceStateMachine for Model {
                 .prop_map(|(witnesses, text)| Step::Witness { witnesses, text }),
             3 => (two_npcs(), any::<u64>())
                 .prop_map(|((from, to), index)| Step::ShareEntry { from, to, index }),
-            1 => (two_npcs(), text())
+            1 => (two_npcs(), line())
                 .prop_map(|((from, to), query)| Step::ShareQuery { from, to, query }),
             1 => two_npcs().prop_map(|(from, to)| Step::ShareFact { from, to }),
             2 => (npc(), any::<u64>()).prop_map(|(npc, index)| Step::MarkPrivate { npc, index }),

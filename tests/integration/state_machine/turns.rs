@@ -5,8 +5,11 @@
 
 use std::collections::HashMap;
 
+use bevy::prelude::World;
+use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::dialogue::{NpcReplyDelta, NpcReplyStarted, TurnId};
 use bevy_npc_memory::prelude::*;
+use bevy_npc_memory::telemetry::LlmUsage;
 
 use super::backend::tags;
 use super::play::Play;
@@ -24,7 +27,37 @@ pub(super) struct Seen {
     failed: usize,
 }
 
+/// Each NPC's reply requests and failures as the usage figures count them.
+fn counted(world: &World, ids: &[NpcId]) -> Vec<(u64, u64)> {
+    let usage = world.resource::<LlmUsage>();
+    ids.iter()
+        .map(|id| {
+            usage
+                .npc(id, Purpose::Reply)
+                .map_or((0, 0), |stats| (stats.requests, stats.failures))
+        })
+        .collect()
+}
+
 impl Play {
+    /// Every reply request that came back is counted once in the usage figures,
+    /// and each one that failed or said nothing as a failure, also one cancelled
+    /// after it was sent: the provider answered it. A result can reach the plugin
+    /// a frame after the NPCs went idle, so this waits for the count.
+    pub(super) fn wait_for_usage(&mut self) {
+        let (stage, ids) = (self.stage.clone(), self.ids.clone());
+        let returned = move || -> Vec<(u64, u64)> {
+            ids.iter().map(|id| stage.returned_replies(id)).collect()
+        };
+        let ids = self.ids.clone();
+        let expected = returned.clone();
+        self.h.run_until(
+            "the usage figures count every reply that came back",
+            move |world| counted(world, &ids) == expected(),
+        );
+        assert_eq!(counted(self.h.app.world(), &self.ids), returned());
+    }
+
     pub(super) fn seen(&self) -> Seen {
         Seen {
             replied: self.count::<NpcReplied>(),
@@ -124,7 +157,7 @@ impl Play {
         for request in self
             .requests
             .iter()
-            .filter(|r| r.purpose() == bevy_npc_memory::backends::Purpose::Reply)
+            .filter(|r| r.purpose() == Purpose::Reply)
         {
             let npc = self.npc_of(&request.npc);
             let persona = &self.personas[npc].1;
@@ -132,23 +165,6 @@ impl Play {
             assert!(
                 first.role == Role::System && first.content.starts_with(persona.as_str()),
                 "NPC {npc}'s reply prompt does not open with its persona {persona:?}: {first:?}"
-            );
-        }
-        // Every reply request that came back is counted once in the usage
-        // figures, and every one that failed or said nothing as a failure.
-        let usage = self
-            .h
-            .app
-            .world()
-            .resource::<bevy_npc_memory::telemetry::LlmUsage>();
-        for (npc, id) in self.ids.iter().enumerate() {
-            let counted = usage
-                .npc(id, bevy_npc_memory::backends::Purpose::Reply)
-                .map_or((0, 0), |stats| (stats.requests, stats.failures));
-            assert_eq!(
-                counted,
-                self.stage.returned_replies(id),
-                "NPC {npc}'s reply requests and failures, as counted and as answered"
             );
         }
         // With every turn ended, no NPC still shows one.
