@@ -33,7 +33,9 @@ pub mod diagnostics {
 /// Requests, failures, retries, tokens and latency of one kind of request.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct UsageStats {
-    /// Requests that finished, successfully or not.
+    /// Requests that came back, successfully or not; also one cancelled after it
+    /// was sent (a clear, an interrupt, a conversation ended) whose answer still
+    /// came: the provider answered it.
     pub requests: u64,
     /// Requests that failed.
     pub failures: u64,
