@@ -20,6 +20,7 @@ mod lore;
 mod play;
 mod replay;
 mod saves;
+mod sharing;
 mod steps;
 mod turns;
 

@@ -183,6 +183,7 @@ impl Play {
         );
         self.check_turns();
         self.check_lore();
+        self.check_shared();
     }
 }
 

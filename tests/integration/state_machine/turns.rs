@@ -25,6 +25,7 @@ pub(super) struct Said {
 pub(super) struct Seen {
     replied: usize,
     failed: usize,
+    pub(super) shared: usize,
 }
 
 /// Each NPC's reply requests and failures as the usage figures count them.
@@ -62,6 +63,7 @@ impl Play {
         Seen {
             replied: self.count::<NpcReplied>(),
             failed: self.count::<NpcReplyFailed>(),
+            shared: self.count::<bevy_npc_memory::knowledge::KnowledgeShared>(),
         }
     }
 
