@@ -16,6 +16,8 @@ pub enum Answer {
     Say(String),
     Fail,
     Hang,
+    /// These words stream, then nothing more comes.
+    Stall(String),
     Call {
         action: &'static str,
         arguments: String,
@@ -126,6 +128,8 @@ impl ChatBackend for Stage {
                     .collect();
                 match next.unwrap_or(Answer::Say(String::new())) {
                     Answer::Say(text) => Answer::Say(format!("{text} {}", echo.join(" "))),
+                    // The tags first, so that the part shown carries them.
+                    Answer::Stall(text) => Answer::Stall(format!("cut {} {text}", echo.join(" "))),
                     other => other,
                 }
             }
@@ -138,10 +142,9 @@ impl ChatBackend for Stage {
                 let failed = match &answer {
                     Answer::Say(text) => text.trim().is_empty(),
                     Answer::Fail => true,
-                    Answer::Hang => false,
-                    Answer::Call { .. } => false,
+                    Answer::Hang | Answer::Stall(_) | Answer::Call { .. } => false,
                 };
-                if !matches!(answer, Answer::Hang) {
+                if !matches!(answer, Answer::Hang | Answer::Stall(_)) {
                     let mut script = stage.lock();
                     let count = script.returned.entry(npc).or_default();
                     count.0 += 1;
@@ -155,6 +158,10 @@ impl ChatBackend for Stage {
                 }
                 Answer::Fail => Err(BackendError::Other("the stage is down".into())),
                 Answer::Hang => std::future::pending().await,
+                Answer::Stall(text) => {
+                    stream_words(&text, &progress);
+                    std::future::pending().await
+                }
                 Answer::Call { action, arguments } => {
                     // Ids never repeat, as a model's do not: a game's late answer
                     // names one call only.

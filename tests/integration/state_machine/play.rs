@@ -21,6 +21,7 @@ use bevy_npc_memory::NpcMemoryClock;
 use bevy_npc_memory::actions::NpcActed;
 use bevy_npc_memory::conversations::{ConversationEnded, ConversationLine, ConversationStarted};
 use bevy_npc_memory::dialogue::InterruptNpc;
+use bevy_npc_memory::dialogue::NpcReplyDelta;
 use bevy_npc_memory::dialogue::NpcReplyStarted;
 use bevy_npc_memory::dialogue::ReconfigureNpcMemory;
 use bevy_npc_memory::dialogue::RemovePinnedFact;
@@ -523,6 +524,7 @@ impl Play {
             Reply::Say(words) => vec![Answer::Say(words.clone())],
             Reply::Fail => vec![Answer::Fail],
             Reply::Interrupted => vec![Answer::Hang],
+            Reply::CutOff(words) => vec![Answer::Stall(words.clone())],
             Reply::Act {
                 door,
                 lift: lift @ (Lift::Answered | Lift::NeverAnswered),
@@ -557,6 +559,7 @@ impl Play {
         let line = format!("⟦{tag}⟧ {text}");
         let outcomes = self.count::<NpcReplied>() + self.count::<NpcReplyFailed>();
         let started = self.count::<NpcReplyStarted>();
+        let streamed = self.count::<NpcReplyDelta>();
         // A line to an entity that is gone is dropped, as `TalkTo` documents:
         // there is no NPC to answer it or to hand it back for.
         let gone = by_entity && self.h.app.world().get::<Npc>(self.entities[npc]).is_none();
@@ -591,16 +594,23 @@ impl Play {
         self.talks += 1;
         let line = format!("⟦{tag}⟧ {text}");
         self.said.insert(tag, Said { npc, line });
-        if matches!(reply, Reply::Interrupted) {
-            self.h
-                .run_until("the reply starts or the line is refused", |world| {
-                    world.resource::<Inbox<NpcReplyStarted>>().0.len() > started
-                        || world.resource::<Inbox<NpcReplied>>().0.len()
-                            + world.resource::<Inbox<NpcReplyFailed>>().0.len()
-                            > outcomes
-                });
-            self.write(InterruptNpc::new(self.ids[npc].clone()));
-        }
+        let (what, cut_off) = match reply {
+            Reply::Interrupted => ("the reply starts or the line is refused", false),
+            Reply::CutOff(_) => ("the reply streams or the line is refused", true),
+            _ => return,
+        };
+        self.h.run_until(what, |world| {
+            let begun = if cut_off {
+                world.resource::<Inbox<NpcReplyDelta>>().0.len() > streamed
+            } else {
+                world.resource::<Inbox<NpcReplyStarted>>().0.len() > started
+            };
+            begun
+                || world.resource::<Inbox<NpcReplied>>().0.len()
+                    + world.resource::<Inbox<NpcReplyFailed>>().0.len()
+                    > outcomes
+        });
+        self.write(InterruptNpc::new(self.ids[npc].clone()));
     }
 
     /// Despawns the NPC's entity and, unless it stays away, spawns a new one with

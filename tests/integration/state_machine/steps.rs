@@ -61,6 +61,9 @@ pub enum Reply {
     Fail,
     /// Nothing, until the game interrupts the NPC.
     Interrupted,
+    /// These words start to stream, then nothing more, until the game
+    /// interrupts the NPC mid-sentence.
+    CutOff(String),
     /// A call of the NPC's action (valid arguments or not), then words; or a call
     /// of the lift, which the game answers later, or never (it times out).
     Act {
@@ -393,6 +396,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         6 => text().prop_map(Reply::Say),
         1 => Just(Reply::Fail),
         1 => Just(Reply::Interrupted),
+        1 => text().prop_map(Reply::CutOff),
         2 => (text(), any::<bool>(), lift())
             .prop_map(|(door, valid, lift)| Reply::Act { door, valid, lift }),
     ]

@@ -154,7 +154,8 @@ impl Play {
             );
         }
         self.check_new_outcomes(&lines);
-        self.check_deltas(&lines);
+        let streamed = self.check_deltas(&lines);
+        self.check_cut_offs(&streamed);
         // The persona comes first in every reply prompt, whole.
         for request in self
             .requests
@@ -221,8 +222,12 @@ impl Play {
         }
     }
 
-    /// The pieces of a reply add up to its text.
-    fn check_deltas(&self, lines: &HashMap<(NpcId, TurnId), Option<&str>>) {
+    /// The pieces of a reply add up to its text; returns each turn's pieces,
+    /// joined.
+    fn check_deltas(
+        &self,
+        lines: &HashMap<(NpcId, TurnId), Option<&str>>,
+    ) -> HashMap<(NpcId, TurnId), String> {
         let mut streamed: HashMap<(NpcId, TurnId), String> = HashMap::new();
         for delta in self.h.inbox::<NpcReplyDelta>() {
             let key = (delta.npc.clone(), delta.turn);
@@ -240,6 +245,38 @@ impl Play {
                     reply.text.as_ref(),
                     "the pieces of a reply add up to another text"
                 );
+            }
+        }
+        streamed
+    }
+
+    /// An interrupt records exactly what the player saw streamed as the NPC's
+    /// reply, cut off, and nothing when nothing had streamed.
+    fn check_cut_offs(&self, streamed: &HashMap<(NpcId, TurnId), String>) {
+        let logs = self.h.app.world().resource::<ChatLogs>();
+        for failure in &self.h.inbox::<NpcReplyFailed>()[self.seen_before.failed..] {
+            let ReplyError::Interrupted { kept } = failure.error else {
+                continue;
+            };
+            let npc = self.npc_of(&failure.npc);
+            let shown = failure
+                .turn
+                .and_then(|turn| streamed.get(&(failure.npc.clone(), turn)))
+                .map_or("", String::as_str);
+            match kept {
+                None => assert_eq!(shown, "", "NPC {npc} kept nothing of what it streamed"),
+                Some(index) if !self.may_shrink[npc] => {
+                    let entry = logs
+                        .get(&failure.npc)
+                        .and_then(|log| log.get(index))
+                        .unwrap_or_else(|| panic!("NPC {npc} kept entry {index}, not in its log"));
+                    assert_eq!(
+                        (entry.role, entry.content.as_ref()),
+                        (Role::Assistant, shown),
+                        "NPC {npc} kept other than what it streamed"
+                    );
+                }
+                Some(_) => {}
             }
         }
     }
