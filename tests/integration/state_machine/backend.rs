@@ -159,7 +159,12 @@ impl ChatBackend for Stage {
                 Answer::Fail => Err(BackendError::Other("the stage is down".into())),
                 Answer::Hang => std::future::pending().await,
                 Answer::Stall(text) => {
-                    stream_words(&text, &progress);
+                    // A piece now and then, as a model streams: the game's
+                    // interrupt lands wherever the stream has got to.
+                    for piece in text.split_inclusive(' ') {
+                        progress.delta(piece);
+                        async_io::Timer::after(std::time::Duration::from_millis(2)).await;
+                    }
                     std::future::pending().await
                 }
                 Answer::Call { action, arguments } => {
