@@ -38,18 +38,27 @@ pub struct Stage(Arc<Mutex<Script>>);
 
 /// The tags (`p7`, `s7`, `r:p7`) in `text`, without their brackets.
 pub fn tags(text: &str) -> Vec<&str> {
+    bracketed(text, |tag| {
+        let plain = tag.strip_prefix("r:").unwrap_or(tag);
+        numbered(plain, ['p', 's', 'w'])
+    })
+}
+
+/// Whether `mark` is one of the `kinds` letters and a number (`s7`).
+pub fn numbered<const N: usize>(mark: &str, kinds: [char; N]) -> bool {
+    mark.len() > 1 && mark.starts_with(kinds) && mark[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+/// What `text` holds in `⟦…⟧` brackets that `keep` accepts, without the brackets.
+pub fn bracketed(text: &str, keep: impl Fn(&str) -> bool) -> Vec<&str> {
     let mut found = Vec::new();
     let mut rest = text;
     while let Some(open) = rest.find('⟦') {
         rest = &rest[open + '⟦'.len_utf8()..];
         let Some(close) = rest.find('⟧') else { break };
-        let tag = &rest[..close];
-        let plain = tag.strip_prefix("r:").unwrap_or(tag);
-        if plain.len() > 1
-            && plain.starts_with(['p', 's', 'w'])
-            && plain[1..].bytes().all(|b| b.is_ascii_digit())
-        {
-            found.push(tag);
+        let mark = &rest[..close];
+        if keep(mark) {
+            found.push(mark);
         }
         rest = &rest[close..];
     }

@@ -7,22 +7,12 @@
 use bevy_npc_memory::backends::Purpose;
 use bevy_npc_memory::lore::NpcLore;
 
+use super::backend::{bracketed, numbered};
 use super::play::Play;
 
 /// The lore markers (`l7`) in `text`.
 fn markers(text: &str) -> Vec<&str> {
-    let mut found = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find("⟦l") {
-        rest = &rest[open + "⟦".len()..];
-        let Some(close) = rest.find('⟧') else { break };
-        let marker = &rest[..close];
-        if marker.len() > 1 && marker[1..].bytes().all(|b| b.is_ascii_digit()) {
-            found.push(marker);
-        }
-        rest = &rest[close..];
-    }
-    found
+    bracketed(text, |mark| numbered(mark, ['l']))
 }
 
 impl Play {
