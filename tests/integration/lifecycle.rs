@@ -141,6 +141,41 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
     assert_eq!(h.log("echo7").len(), 2);
 }
 
+/// A load replaces the memory a reply in flight answered: that turn ends as
+/// cancelled (its line went with the memory replaced, so it is not handed
+/// back), the NPC is idle again, and the next line is answered.
+#[test]
+fn loading_a_save_ends_the_turn_in_flight_as_cancelled() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push(Purpose::Reply, ScriptStep::Hang)
+        .push_reply("welcome back");
+    let mut h = Harness::new(NpcMemoryPlugin::default().with_backend(backend.clone()));
+    let npc = h.spawn("echo7", persona("ECHO-7"));
+    let path = crate::support::temp_dir("load-in-flight").join("slot.json");
+    h.save_to(&path);
+    h.say("echo7", "Are you there?");
+    let taken = backend.clone();
+    h.run_until("the backend takes the line", move |_| {
+        taken.requests_for(Purpose::Reply).len() == 1
+    });
+    h.load_from(&path);
+    h.settle();
+    let started = h.inbox::<NpcReplyStarted>()[0].turn;
+    let ended: Vec<_> = h
+        .inbox::<NpcReplyFailed>()
+        .iter()
+        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
+        .collect();
+    assert_eq!(ended, [(ReplyError::Cancelled, Some(started), None)]);
+    assert_eq!(h.app.world().get::<NpcState>(npc), Some(&NpcState::Idle));
+    assert!(h.log("echo7").is_empty(), "the save held nothing");
+
+    h.say("echo7", "Hello again.");
+    h.wait_for_replies(1);
+    assert_eq!(h.replies("echo7"), ["welcome back"]);
+}
+
 #[test]
 fn streamed_pieces_add_up_to_the_reply() {
     let mut h = Harness::new(NpcMemoryPlugin::default());
