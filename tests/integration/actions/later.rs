@@ -124,3 +124,40 @@ fn an_actions_follow_up_answers_whoever_called_it_when_the_window_holds_only_the
         follow_ups[2].messages
     );
 }
+
+/// A clear while the NPC waits for the game to answer its action ends that turn
+/// as cancelled: the NPC is free again, and a late answer changes nothing.
+#[test]
+fn clearing_an_npc_that_waits_for_its_action_ends_the_turn_as_cancelled() {
+    let backend = ScriptedBackend::new();
+    backend
+        .push_calls("", vec![call("lift-1", "call_elevator", r#"{"floor": 2}"#)])
+        .push_reply("Fresh start.");
+    let (mut h, entity) = harness(&backend, NpcMemorySettings::default());
+    h.say("echo7", "Get me the lift.");
+    h.run_until("the game is asked", |world| {
+        !world.resource::<Elevator>().0.is_empty()
+    });
+    h.app
+        .world_mut()
+        .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
+    h.settle();
+    let turn = h.inbox::<bevy_npc_memory::dialogue::NpcReplyStarted>()[0].turn;
+    let ended: Vec<_> = h
+        .inbox::<NpcReplyFailed>()
+        .iter()
+        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
+        .collect();
+    assert_eq!(ended, [(ReplyError::Cancelled, Some(turn), None)]);
+    assert_eq!(h.app.world().get::<NpcState>(entity), Some(&NpcState::Idle));
+
+    h.app.world_mut().write_message(AnswerNpcAction::new(
+        "echo7",
+        "lift-1",
+        ActionOutcome::Done("The lift arrives.".into()),
+    ));
+    h.say("echo7", "Hello?");
+    h.wait_for_replies(1);
+    assert_eq!(h.replies("echo7"), ["Fresh start."]);
+    assert_eq!(h.log("echo7").len(), 2, "{:?}", h.log("echo7"));
+}
