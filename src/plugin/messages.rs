@@ -407,9 +407,10 @@ pub enum ReplyError {
     /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
-    /// The NPC's memory was cleared (or replaced by a load) before the line was
-    /// answered, or the app closed while the line was held for a load in flight.
-    #[error("the NPC's memory was cleared before it answered")]
+    /// The NPC's memory was cleared (or replaced by a load or an import) before the
+    /// line was answered, or the app closed while the line was held for a load in
+    /// flight.
+    #[error("the NPC's memory was cleared or replaced before it answered")]
     Cancelled,
     /// The game interrupted the reply ([`InterruptNpc`]), or dropped the waiting
     /// line with `clear_queue`.
