@@ -115,11 +115,7 @@ fn clearing_memory_cancels_the_request_in_flight_and_the_queue() {
     // it is gone, so it is not handed back), then the waiting one, handed back.
     let started = h.inbox::<NpcReplyStarted>();
     assert_eq!(started.len(), 1, "only the first line started");
-    let ended: Vec<_> = h
-        .inbox::<NpcReplyFailed>()
-        .iter()
-        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
-        .collect();
+    let ended = h.failures();
     assert_eq!(ended.len(), 2, "{ended:?}");
     assert_eq!(
         ended[0],
@@ -162,11 +158,7 @@ fn loading_a_save_ends_the_turn_in_flight_as_cancelled() {
     h.load_from(&path);
     h.settle();
     let started = h.inbox::<NpcReplyStarted>()[0].turn;
-    let ended: Vec<_> = h
-        .inbox::<NpcReplyFailed>()
-        .iter()
-        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
-        .collect();
+    let ended = h.failures();
     assert_eq!(ended, [(ReplyError::Cancelled, Some(started), None)]);
     assert_eq!(h.app.world().get::<NpcState>(npc), Some(&NpcState::Idle));
     assert!(h.log("echo7").is_empty(), "the save held nothing");

@@ -143,11 +143,7 @@ fn clearing_an_npc_that_waits_for_its_action_ends_the_turn_as_cancelled() {
         .write_message(ClearNpcMemory::new(NpcId::new("echo7")));
     h.settle();
     let turn = h.inbox::<bevy_npc_memory::dialogue::NpcReplyStarted>()[0].turn;
-    let ended: Vec<_> = h
-        .inbox::<NpcReplyFailed>()
-        .iter()
-        .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
-        .collect();
+    let ended = h.failures();
     assert_eq!(ended, [(ReplyError::Cancelled, Some(turn), None)]);
     assert_eq!(h.app.world().get::<NpcState>(entity), Some(&NpcState::Idle));
 

@@ -119,6 +119,20 @@ impl Harness {
         });
     }
 
+    /// Every failure so far: why, the turn, and the line handed back if any.
+    pub fn failures(
+        &self,
+    ) -> Vec<(
+        ReplyError,
+        Option<bevy_npc_memory::dialogue::TurnId>,
+        Option<String>,
+    )> {
+        self.inbox::<NpcReplyFailed>()
+            .iter()
+            .map(|f| (f.error.clone(), f.turn, f.unrecorded_line.clone()))
+            .collect()
+    }
+
     pub fn replies(&self, npc: &str) -> Vec<String> {
         let npc = NpcId::new(npc);
         self.inbox::<NpcReplied>()
