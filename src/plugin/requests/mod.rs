@@ -415,18 +415,20 @@ impl NpcRequests {
         let Some(slot) = self.npcs.get_mut(npc) else {
             return Cancelled::default();
         };
-        let (reply, mut turn) = match slot.reply.take() {
-            Some(reply) => (Some(reply.ticket), Some(reply.turn)),
-            None => (None, None),
-        };
-        slot.fields = None;
-        if let Some(acting) = slot.acting.take() {
-            turn = Some(acting);
+        let reply = slot.reply.take();
+        let acting = slot.acting.take();
+        if acting.is_some() {
             self.acting -= 1;
         }
-        for ticket in [reply, slot.summary.take().map(|s| s.ticket)]
-            .into_iter()
-            .flatten()
+        // A turn waiting for the game's actions has no reply in flight.
+        let turn = reply.as_ref().map(|r| r.turn).or(acting);
+        slot.fields = None;
+        for ticket in [
+            reply.map(|r| r.ticket),
+            slot.summary.take().map(|s| s.ticket),
+        ]
+        .into_iter()
+        .flatten()
         {
             if !ticket.is_queued() {
                 self.running -= 1;
